@@ -1,0 +1,115 @@
+"""The NumPy backend (CPU).
+
+Besides NumPy's own dtypes it handles the ``ml_dtypes`` extension dtypes
+(bfloat16, the float8 family, int4, ...), which NumPy's dtype queries do not
+classify.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from arrayselect._backend import DtypeKind
+from arrayselect._errors import SelectValueError
+from arrayselect._shapes import SelectPlan, Shape
+
+from .portable import PortableBackend
+
+__all__ = ["NumpyBackend", "create"]
+
+_NUMPY_KINDS: dict[str, DtypeKind] = {
+    "b": "bool",
+    "i": "int",
+    "u": "uint",
+    "f": "float",
+    "c": "complex",
+}
+
+
+def _ml_dtypes_info(kind: str, dtype: np.dtype[Any]) -> Any:
+    """``ml_dtypes.finfo``/``iinfo`` (``kind``) of an ml_dtypes dtype (untyped there)."""
+    import ml_dtypes
+
+    return getattr(ml_dtypes, kind)(dtype)
+
+
+def _ml_dtypes_kind(dtype: np.dtype[Any]) -> DtypeKind | None:
+    if not dtype.type.__module__.startswith("ml_dtypes"):
+        return None
+    try:
+        _ml_dtypes_info("finfo", dtype)
+        return "float"
+    except (TypeError, ValueError):
+        pass
+    try:
+        return "int" if _ml_dtypes_info("iinfo", dtype).min < 0 else "uint"
+    except (TypeError, ValueError):
+        return None
+
+
+class NumpyBackend(PortableBackend):
+    """Select for NumPy arrays (``ml_dtypes`` included)."""
+
+    def __init__(self) -> None:
+        super().__init__(np)
+        self.name = "numpy"
+        self.supports_out = True
+        self._kinds: dict[np.dtype[Any], DtypeKind | None] = {}
+
+    def dtype_kind(self, dtype: Any) -> DtypeKind | None:
+        try:
+            return self._kinds[dtype]
+        except KeyError:
+            pass
+        kind = _NUMPY_KINDS.get(dtype.kind) or _ml_dtypes_kind(dtype)
+        if len(self._kinds) < 256:  # dtypes are few; bound it anyway
+            self._kinds[dtype] = kind
+        return kind
+
+    def shape(self, x: Any) -> Shape:
+        return x.shape  # type: ignore[no-any-return]
+
+    def int_range(self, dtype: Any) -> tuple[int, int]:
+        info: Any = (
+            _ml_dtypes_info("iinfo", dtype)
+            if _NUMPY_KINDS.get(dtype.kind) is None
+            else np.iinfo(dtype)
+        )
+        return int(info.min), int(info.max)
+
+    def float_max(self, dtype: Any) -> float:
+        if _NUMPY_KINDS.get(dtype.kind) is None:
+            return float(_ml_dtypes_info("finfo", dtype).max)
+        return float(np.finfo(dtype).max)
+
+    def scalar_array(self, value: bool | int | float | complex, dtype: Any, like: Any) -> Any:
+        return np.asarray(value, dtype=dtype)
+
+    def check_devices(self, named: list[tuple[str, Any]]) -> None:
+        return None  # NumPy arrays all live on the CPU
+
+    def check_out(self, out: Any) -> None:
+        if not out.flags.writeable:
+            raise SelectValueError("out is read-only (out.flags.writeable is False)")
+
+    def select(self, cond: Any, then: Any, else_: Any, plan: SelectPlan, out: Any) -> Any:
+        cond_shape, then_shape, else_shape = plan.aligned
+        if cond_shape is not None:
+            cond = cond.reshape(cond_shape)
+        if then_shape is not None:
+            then = then.reshape(then_shape)
+        if else_shape is not None:
+            else_ = else_.reshape(else_shape)
+        result = np.where(cond, then, else_)
+        if out is not None:
+            out[...] = result
+            return out
+        return result
+
+
+def create(xp: ModuleType) -> NumpyBackend:
+    """Entry-point factory: the NumPy backend (``xp`` is not needed)."""
+    return NumpyBackend()

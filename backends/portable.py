@@ -1,0 +1,107 @@
+"""The portable backend: only functions of the Python Array API standard.
+
+It serves every array library without a native backend (PyTorch, Dask,
+array-api-strict, ...), and any library when :func:`arrayselect.force_portable`
+is in effect.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+import array_api_compat as compat
+
+from arrayselect._backend import Backend, DtypeKind
+from arrayselect._errors import SelectValueError
+from arrayselect._shapes import SelectPlan, Shape
+
+__all__ = ["PortableBackend", "create"]
+
+# Namespaces whose arrays can be written in place through ``x[...] = y``.
+# array-api-strict could, but the standard does not promise it, and Dask and
+# JAX arrays cannot.
+_MUTABLE = ("torch", "numpy", "cupy")
+
+_KINDS: tuple[tuple[str, DtypeKind], ...] = (
+    ("bool", "bool"),
+    ("signed integer", "int"),
+    ("unsigned integer", "uint"),
+    ("real floating", "float"),
+    ("complex floating", "complex"),
+)
+
+
+def _library(xp: ModuleType) -> str:
+    name = xp.__name__.removeprefix("array_api_compat.")
+    return name.partition(".")[0]
+
+
+class PortableBackend(Backend):
+    """Select built from ``xp.reshape`` and ``xp.where`` of the standard."""
+
+    def __init__(self, xp: ModuleType) -> None:
+        self.xp = xp
+        library = _library(xp)
+        self.name = f"portable[{library}]"
+        self.supports_out = library in _MUTABLE
+        self.out_refusal = (
+            f"{library} arrays are immutable or lazy, so the result cannot be written into "
+            "an existing array; use the returned array instead"
+        )
+
+    def dtype_kind(self, dtype: Any) -> DtypeKind | None:
+        for category, kind in _KINDS:
+            try:
+                if self.xp.isdtype(dtype, category):
+                    return kind
+            except (TypeError, ValueError):
+                return None
+        return None
+
+    def shape(self, x: Any) -> Shape:
+        # Dask marks unknown sizes with NaN; the shape core uses None.
+        return tuple(None if d is None or d != d else int(d) for d in x.shape)
+
+    def int_range(self, dtype: Any) -> tuple[int, int]:
+        info = self.xp.iinfo(dtype)
+        return int(info.min), int(info.max)
+
+    def float_max(self, dtype: Any) -> float:
+        return float(self.xp.finfo(dtype).max)
+
+    def scalar_array(self, value: bool | int | float | complex, dtype: Any, like: Any) -> Any:
+        return self.xp.asarray(value, dtype=dtype, device=compat.device(like))
+
+    def check_devices(self, named: list[tuple[str, Any]]) -> None:
+        first_name, first = named[0]
+        first_device = compat.device(first)
+        for name, x in named[1:]:
+            device = compat.device(x)
+            if device != first_device:
+                raise SelectValueError(
+                    f"inputs must be on one device, but {first_name} is on {first_device} and "
+                    f"{name} is on {device}; move them explicitly (no implicit transfer happens)"
+                )
+
+    def select(self, cond: Any, then: Any, else_: Any, plan: SelectPlan, out: Any) -> Any:
+        xp = self.xp
+        cond_shape, then_shape, else_shape = plan.aligned
+        if cond_shape is not None:
+            cond = xp.reshape(cond, cond_shape)
+        if then_shape is not None:
+            then = xp.reshape(then, then_shape)
+        if else_shape is not None:
+            else_ = xp.reshape(else_, else_shape)
+        if not xp.isdtype(cond.dtype, "bool"):
+            cond = cond != 0
+        result = xp.where(cond, then, else_)
+        if out is not None:
+            out[...] = result
+            return out
+        return result
+
+
+def create(xp: ModuleType) -> Backend:
+    """Entry-point factory: the portable backend for namespace ``xp``."""
+    return PortableBackend(xp)

@@ -1,0 +1,38 @@
+"""arrayselect: the tensor Select operation for every Array API library.
+
+``select(cond, then, else_)`` is ``cond ? then : else`` with the broadcasting
+modes of the OpenVINO, oneDNN and DirectML specifications (``"none"``,
+``"numpy"``, ``"pdpd"``), for NumPy, JAX, CuPy and any other library that
+speaks the Python Array API standard.
+"""
+
+from __future__ import annotations
+
+from arrayselect._errors import (
+    ScalarOverflowError,
+    SelectError,
+    SelectShapeError,
+    SelectTypeError,
+    SelectValueError,
+)
+from arrayselect._registry import force_portable, register_backend
+from arrayselect._select import backend_for, select
+from arrayselect._shapes import COND_BROADCASTS, MODES, select_shape
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "COND_BROADCASTS",
+    "MODES",
+    "ScalarOverflowError",
+    "SelectError",
+    "SelectShapeError",
+    "SelectTypeError",
+    "SelectValueError",
+    "__version__",
+    "backend_for",
+    "force_portable",
+    "register_backend",
+    "select",
+    "select_shape",
+]

@@ -1,0 +1,41 @@
+"""Exception classes raised by :mod:`arrayselect`.
+
+Every error the library raises on bad input is one of these, so callers can
+catch ``arrayselect.SelectError`` or the builtin base they expect
+(``ValueError`` for shapes and option values, ``TypeError`` for types).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ScalarOverflowError",
+    "SelectError",
+    "SelectShapeError",
+    "SelectTypeError",
+    "SelectValueError",
+]
+
+
+class SelectError(Exception):
+    """Base class of every error raised by :mod:`arrayselect` on bad input."""
+
+
+class SelectShapeError(SelectError, ValueError):
+    """The input shapes cannot be broadcast under the requested mode."""
+
+
+class SelectValueError(SelectError, ValueError):
+    """An option has an unknown value, or inputs live on different devices."""
+
+
+class SelectTypeError(SelectError, TypeError):
+    """An input has the wrong type or dtype, or ``out=`` is not possible."""
+
+
+class ScalarOverflowError(SelectTypeError, ValueError, OverflowError):
+    """A Python scalar does not fit the dtype it must take.
+
+    It is a :class:`SelectTypeError` (the scalar does not fit the dtype), and
+    also a ``ValueError`` and an ``OverflowError``, which is what NumPy and
+    JAX raise for the same conversion.
+    """

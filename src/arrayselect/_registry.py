@@ -1,0 +1,197 @@
+"""The backend registry: which backend handles which array library.
+
+Arrays are classified by library without importing any library (the
+``array_api_compat.is_*_array`` helpers look at ``sys.modules``). Built-in
+backends and third-party plugins (entry-point group ``arrayselect.backends``,
+each entry named after the library key it serves and pointing at a factory
+``factory(xp) -> Backend``) live in one table; backend objects are created once
+per library and cached.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import importlib
+import threading
+from collections.abc import Callable, Iterator
+from importlib.metadata import entry_points
+from types import ModuleType
+from typing import Any
+
+import array_api_compat as compat
+
+from arrayselect._backend import Backend
+from arrayselect._errors import SelectTypeError
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "PYTHON_SCALARS",
+    "force_portable",
+    "get_backend",
+    "library_of",
+    "register_backend",
+    "resolve",
+]
+
+ENTRY_POINT_GROUP = "arrayselect.backends"
+PORTABLE = "portable"
+PYTHON_SCALARS = (bool, int, float, complex)
+
+BackendFactory = Callable[[ModuleType], Backend]
+
+# Built-ins are named by "module:attribute" so that a backend's library is
+# imported only when arrays of that library arrive.
+_BUILTIN: dict[str, str] = {
+    "numpy": "arrayselect.backends.numpy_backend:create",
+    PORTABLE: "arrayselect.backends.portable:create",
+}
+_factories: dict[str, BackendFactory | str] = dict(_BUILTIN)
+_backends: dict[tuple[str, bool], Backend] = {}
+_plugins_loaded = False
+_lock = threading.Lock()
+_force_portable: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "arrayselect_force_portable", default=False
+)
+
+
+def library_of(x: object) -> str | None:
+    """Key of the array library ``x`` belongs to, or ``None`` if it is no array."""
+    if compat.is_numpy_array(x):
+        return "numpy"
+    if compat.is_jax_array(x):
+        return "jax"
+    if compat.is_cupy_array(x):
+        return "cupy"
+    if compat.is_torch_array(x):
+        return "torch"
+    if compat.is_dask_array(x):
+        return "dask"
+    if hasattr(type(x), "__array_namespace__"):
+        return type(x).__module__.partition(".")[0]
+    return None
+
+
+def register_backend(library: str, factory: BackendFactory) -> None:
+    """Register ``factory(xp) -> Backend`` for arrays of ``library``.
+
+    Parameters
+    ----------
+    library : str
+        The key :func:`library_of` gives for the library's arrays: the top-level
+        module name of the array type (``"numpy"``, ``"torch"``, ``"sparse"``, ...).
+    factory : callable
+        Called once with the library's Array API namespace; returns the backend.
+    """
+    with _lock:
+        _factories[library] = factory
+        for key in [k for k in _backends if k[0] == library]:
+            del _backends[key]
+
+
+def _load_plugins() -> None:
+    global _plugins_loaded
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        _factories.setdefault(ep.name, ep.value)
+    _plugins_loaded = True
+
+
+def _factory(spec: BackendFactory | str) -> BackendFactory:
+    if isinstance(spec, str):
+        module, _, attr = spec.partition(":")
+        factory: BackendFactory = getattr(importlib.import_module(module), attr)
+        return factory
+    return spec
+
+
+def get_backend(library: str, xp: ModuleType) -> Backend:
+    """The backend for arrays of ``library`` (cached), honouring :func:`force_portable`.
+
+    ``xp`` is the library's Array API namespace, passed to the factory when the
+    backend is created.
+    """
+    portable = _force_portable.get()
+    key = (library, portable)
+    backend = _backends.get(key)
+    if backend is not None:
+        return backend
+    with _lock:
+        backend = _backends.get(key)
+        if backend is None:
+            if not _plugins_loaded and library not in _factories:
+                _load_plugins()
+            name = PORTABLE if portable or library not in _factories else library
+            backend = _factory(_factories[name])(xp)
+            _backends[key] = backend
+    return backend
+
+
+@contextlib.contextmanager
+def force_portable(enabled: bool = True) -> Iterator[None]:
+    """Within the block, route every array library to the portable backend.
+
+    The portable backend uses only functions of the Array API standard; forcing
+    it is how benchmarks compare a native fast path against it. The setting is
+    per thread and per asyncio task (a context variable).
+
+    Examples
+    --------
+    >>> import numpy as np, arrayselect as asel
+    >>> with asel.force_portable():
+    ...     asel.select(np.array([True, False]), np.array([1, 2]), np.array([3, 4]))
+    array([1, 4])
+    """
+    token = _force_portable.set(enabled)
+    try:
+        yield
+    finally:
+        _force_portable.reset(token)
+
+
+def _describe(x: object) -> str:
+    cls = type(x)
+    return f"{cls.__module__}.{cls.__qualname__}" if cls.__module__ != "builtins" else cls.__name__
+
+
+def resolve(
+    cond: object, then: object, else_: object, out: object
+) -> tuple[Backend, list[tuple[str, Any]]]:
+    """Pick the backend for the inputs; return it with the named array inputs.
+
+    Raises
+    ------
+    SelectTypeError
+        For a non-array input (``then``/``else`` may be Python scalars) or
+        arrays of two libraries (NumPy arrays with JAX arrays go to JAX).
+    """
+    named: list[tuple[str, Any]] = []
+    libraries: dict[str, str] = {}
+    for name, x in (("cond", cond), ("then", then), ("else", else_), ("out", out)):
+        if name == "out" and x is None:
+            continue
+        if name in ("then", "else") and type(x) in PYTHON_SCALARS:
+            continue
+        library = library_of(x)
+        if library is None:
+            expected = "an array" if name in ("cond", "out") else "an array or a Python scalar"
+            raise SelectTypeError(
+                f"{name} must be {expected} of an Array API library, got {_describe(x)}"
+                + (" (convert it with xp.asarray first)" if isinstance(x, (list, tuple)) else "")
+            )
+        libraries.setdefault(library, name)
+        named.append((name, x))
+    if len(libraries) > 1:
+        if set(libraries) == {"numpy", "jax"}:
+            libraries = {"jax": libraries["jax"]}
+        else:
+            listing = ", ".join(f"{name} is {_describe(x)}" for name, x in named)
+            raise SelectTypeError(
+                f"arrays of different libraries cannot be mixed ({listing}); convert them "
+                "to one library first (only NumPy arrays may join JAX arrays)"
+            )
+    (library,) = libraries
+    backend = _backends.get((library, _force_portable.get()))
+    if backend is None:
+        arrays = [x for _, x in named if library_of(x) == library]
+        backend = get_backend(library, compat.array_namespace(*arrays))
+    return backend, named

@@ -1,0 +1,113 @@
+"""``select``: validate once in the core, then hand over to the backend."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from arrayselect._backend import Backend
+from arrayselect._registry import resolve
+from arrayselect._shapes import check_options, make_plan
+from arrayselect._validate import check_cond_dtype, check_out, materialize_scalars
+
+__all__ = ["backend_for", "select"]
+
+
+def select(
+    cond: Any,
+    then: Any,
+    else_: Any,
+    /,
+    *,
+    auto_broadcast: str = "numpy",
+    axis: int = -1,
+    cond_broadcast: str = "unidirectional",
+    out: Any = None,
+) -> Any:
+    """Elementwise ``cond ? then : else`` with OpenVINO/oneDNN/DirectML broadcasting.
+
+    Parameters
+    ----------
+    cond : array
+        Boolean mask, or an integer array where nonzero means true.
+    then, else_ : array or Python scalar
+        Values taken where ``cond`` is true / false. Arrays must share one dtype,
+        which is the output dtype (no promotion). A Python scalar takes the
+        other operand's dtype; two scalars of one type give the namespace's
+        default dtype for that kind.
+    auto_broadcast : {"numpy", "none", "pdpd"}, optional
+        ``"none"``: all shapes identical. ``"numpy"``: ``then`` and ``else``
+        broadcast to each other, then ``cond`` broadcasts onto the result.
+        ``"pdpd"``: ``else`` and ``cond`` are each fitted onto ``then``
+        (PaddlePaddle style); the output has ``then``'s shape.
+    axis : int, optional
+        For ``"pdpd"`` only: the dimension of ``then`` where the fitted
+        dimensions start; ``-1`` (default) aligns them to the right.
+    cond_broadcast : {"unidirectional", "multidirectional"}, optional
+        For ``"numpy"`` only. ``"unidirectional"`` (default, the specification):
+        ``cond`` must broadcast one way onto the broadcast of ``then`` and
+        ``else``. ``"multidirectional"``: all three broadcast together, so
+        ``cond`` may enlarge the output (OpenVINO runtime, ONNX ``Where``).
+    out : array, optional
+        Array to receive the result (NumPy, CuPy, PyTorch). Its shape and dtype
+        must equal the output's; it may be ``then`` or ``else_`` itself.
+
+    Returns
+    -------
+    array
+        The result, in the inputs' namespace and on their device (``out`` when
+        given).
+
+    Raises
+    ------
+    SelectShapeError
+        If the shapes do not fit the mode, or ``out`` has the wrong shape.
+    SelectTypeError
+        For a bad dtype, a non-array input, arrays of two libraries, a scalar of
+        the wrong kind, or ``out=`` on an immutable array library.
+    ScalarOverflowError
+        If a Python scalar is out of the range of the dtype it must take.
+    SelectValueError
+        For unknown option values, a misplaced ``axis``/``cond_broadcast``, or
+        inputs on different devices.
+
+    Examples
+    --------
+    >>> import numpy as np, arrayselect as asel
+    >>> cond = np.array([[False, False], [True, False], [True, True]])
+    >>> then = np.array([[-1, 0], [1, 2], [3, 4]])
+    >>> else_ = np.array([[11, 10], [9, 8], [7, 6]])
+    >>> asel.select(cond, then, else_)
+    array([[11, 10],
+           [ 1,  8],
+           [ 3,  4]])
+    >>> asel.select(np.array([1, 0, 2], dtype=np.uint8), np.arange(3.0), -1.0)
+    array([ 0., -1.,  2.])
+    """
+    axis_int = check_options(auto_broadcast, axis, cond_broadcast)
+    backend, named = resolve(cond, then, else_, out)
+    check_cond_dtype(backend, cond)
+    then, else_ = materialize_scalars(backend, cond, then, else_)
+    plan = make_plan(
+        backend.shape(cond),
+        backend.shape(then),
+        backend.shape(else_),
+        auto_broadcast,
+        axis_int,
+        cond_broadcast,
+    )
+    backend.check_devices(named)
+    if out is not None:
+        check_out(backend, out, plan.out_shape, then.dtype)
+    return backend.select(cond, then, else_, plan, out)
+
+
+def backend_for(cond: Any, then: Any, else_: Any, out: Any = None) -> Backend:
+    """The backend :func:`select` would use for these inputs.
+
+    Examples
+    --------
+    >>> import numpy as np, arrayselect as asel
+    >>> asel.backend_for(np.array([True]), np.array([1.0]), 0.0).name
+    'numpy'
+    """
+    return resolve(cond, then, else_, out)[0]

@@ -1,0 +1,374 @@
+"""Shape inference and validation for Select: the one place that knows the modes.
+
+Every mode is turned into a :class:`SelectPlan`: the output shape, plus for
+each input the *aligned* shape it must be reshaped to (a view: only size-1
+dimensions are added) so that plain NumPy-rule broadcasting of the three
+aligned inputs gives the output. Backends never see the modes.
+
+Dimensions are ``int`` or ``None`` (unknown). With unknown dimensions an error
+is raised only when every possible value of the unknowns would fail, and an
+output dimension is ``None`` only when it cannot be deduced.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from arrayselect._errors import SelectShapeError, SelectTypeError, SelectValueError
+
+__all__ = [
+    "COND_BROADCASTS",
+    "MODES",
+    "Dim",
+    "SelectPlan",
+    "Shape",
+    "check_options",
+    "make_plan",
+    "normalize_shape",
+    "select_shape",
+]
+
+Dim = int | None
+Shape = tuple[Dim, ...]
+
+MODES: Final = ("none", "numpy", "pdpd")
+COND_BROADCASTS: Final = ("unidirectional", "multidirectional")
+_PLAN_CACHE_SIZE: Final = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class SelectPlan:
+    """What a backend needs to run one Select.
+
+    Attributes
+    ----------
+    out_shape
+        Shape of the result.
+    aligned
+        For ``cond``, ``then`` and ``else``: the shape to reshape the input to
+        before NumPy-rule broadcasting, or ``None`` when the input can be used
+        as it is.
+    """
+
+    out_shape: Shape
+    aligned: tuple[Shape | None, Shape | None, Shape | None]
+
+
+def _mode_text(mode: str, axis: int, cond_broadcast: str) -> str:
+    if mode == "pdpd":
+        return f"auto_broadcast='pdpd', axis={axis}"
+    if mode == "numpy":
+        return f"auto_broadcast='numpy', cond_broadcast={cond_broadcast!r}"
+    return "auto_broadcast='none'"
+
+
+def check_options(auto_broadcast: object, axis: object, cond_broadcast: object) -> int:
+    """Validate the keyword options of ``select``; return ``axis`` as an int.
+
+    Raises
+    ------
+    SelectValueError
+        For an unknown ``auto_broadcast`` or ``cond_broadcast``, ``axis < -1``,
+        or an option given for a mode it does not apply to.
+    SelectTypeError
+        For an ``axis`` that is not an integer.
+    """
+    if type(auto_broadcast) is not str or auto_broadcast not in MODES:
+        raise SelectValueError(
+            f"unknown auto_broadcast={auto_broadcast!r}; expected one of "
+            + ", ".join(repr(m) for m in MODES)
+        )
+    if type(cond_broadcast) is not str or cond_broadcast not in COND_BROADCASTS:
+        raise SelectValueError(
+            f"unknown cond_broadcast={cond_broadcast!r}; expected one of "
+            + ", ".join(repr(m) for m in COND_BROADCASTS)
+        )
+    if type(axis) is int:
+        axis_int = axis
+    else:
+        # Accept NumPy integers and other __index__ types, but not bool.
+        if isinstance(axis, bool) or not hasattr(type(axis), "__index__"):
+            raise SelectTypeError(
+                f"axis must be an int (-1 or a non-negative int), got {type(axis).__name__} "
+                f"{axis!r}"
+            )
+        axis_int = operator.index(axis)  # type: ignore[arg-type]
+    if axis_int < -1:
+        raise SelectValueError(
+            f"axis={axis_int} is not allowed; expected -1 (align to the right) or a "
+            "non-negative int"
+        )
+    if axis_int != -1 and auto_broadcast != "pdpd":
+        raise SelectValueError(
+            f"axis={axis_int} applies only to auto_broadcast='pdpd', not to "
+            f"auto_broadcast={auto_broadcast!r}; leave axis at its default -1"
+        )
+    if cond_broadcast != "unidirectional" and auto_broadcast != "numpy":
+        raise SelectValueError(
+            f"cond_broadcast={cond_broadcast!r} applies only to auto_broadcast='numpy', not to "
+            f"auto_broadcast={auto_broadcast!r}; allowed here: 'unidirectional' (the default)"
+        )
+    return axis_int
+
+
+def normalize_shape(name: str, shape: object) -> Shape:
+    """Check a user-given shape (a sequence of non-negative ints or ``None``)."""
+    if isinstance(shape, (str, bytes)) or not isinstance(shape, Sequence):
+        raise SelectTypeError(
+            f"{name} must be a tuple of ints (None for an unknown dimension), "
+            f"got {type(shape).__name__} {shape!r}"
+        )
+    dims: list[Dim] = []
+    for i, d in enumerate(shape):
+        if d is None:
+            dims.append(None)
+            continue
+        if isinstance(d, bool) or not hasattr(type(d), "__index__"):
+            raise SelectTypeError(
+                f"{name} {tuple(shape)!r}: dimension {i} must be an int or None, "
+                f"got {type(d).__name__} {d!r}"
+            )
+        value = operator.index(d)
+        if value < 0:
+            raise SelectValueError(f"{name} {tuple(shape)!r}: dimension {i} is negative ({value})")
+        dims.append(value)
+    return tuple(dims)
+
+
+def _merge(a: Dim, b: Dim) -> Dim | bool:
+    """Broadcast two dims by NumPy rules; ``False`` when they certainly clash."""
+    if a == b:
+        return a
+    if a == 1:
+        return b
+    if b == 1:
+        return a
+    if a is None:
+        return b  # the unknown must be b (or 1): the result is b either way
+    if b is None:
+        return a
+    return False
+
+
+def _broadcast_two(a_name: str, a: Shape, b_name: str, b: Shape, mode_text: str) -> Shape:
+    rank = max(len(a), len(b))
+    a_full = (1,) * (rank - len(a)) + a
+    b_full = (1,) * (rank - len(b)) + b
+    out: list[Dim] = []
+    for i, (da, db) in enumerate(zip(a_full, b_full, strict=True)):
+        merged = _merge(da, db)
+        if merged is False:
+            raise SelectShapeError(
+                f"{a_name} shape {a} and {b_name} shape {b} cannot be broadcast together "
+                f"({mode_text}): dimension {i - rank} is {da} in {a_name} and {db} in "
+                f"{b_name}, expected equal sizes or 1"
+            )
+        out.append(merged)
+    return tuple(out)
+
+
+def _cond_one_way(cond: Shape, target: Shape, mode_text: str) -> Shape:
+    """Check ``cond`` broadcasts one way onto ``target``; refine unknown dims."""
+    if len(cond) > len(target):
+        raise SelectShapeError(
+            f"cond shape {cond} cannot be broadcast one way onto {target} ({mode_text}): "
+            f"cond has rank {len(cond)}, more than the {len(target)} of the broadcast of "
+            "then and else"
+        )
+    out = list(target)
+    offset = len(target) - len(cond)
+    for i, dc in enumerate(cond):
+        dt = target[offset + i]
+        if dc == dt or dc == 1 or dc is None:
+            continue
+        if dt is None:
+            out[offset + i] = dc  # a valid call must have this size here
+            continue
+        raise SelectShapeError(
+            f"cond shape {cond} cannot be broadcast one way onto {target} ({mode_text}): "
+            f"dimension {i - len(cond)} is {dc}, expected {dt} or 1"
+        )
+    return tuple(out)
+
+
+def _identical(cond: Shape, then: Shape, else_: Shape) -> Shape:
+    named = (("cond", cond), ("then", then), ("else", else_))
+    rank = len(then)
+    for name, shape in named:
+        if len(shape) != rank:
+            raise SelectShapeError(
+                f"auto_broadcast='none' needs identical shapes, but {name} shape {shape} has "
+                f"rank {len(shape)} and then shape {then} has rank {rank}"
+            )
+    out: list[Dim] = []
+    for i in range(rank):
+        known = None
+        for name, shape in named:
+            d = shape[i]
+            if d is None:
+                continue
+            if known is not None and d != known[1]:
+                raise SelectShapeError(
+                    f"auto_broadcast='none' needs identical shapes: cond {cond}, then {then}, "
+                    f"else {else_} differ at dimension {i}: {name} has {d}, {known[0]} has "
+                    f"{known[1]}"
+                )
+            known = (name, d)
+        out.append(None if known is None else known[1])
+    return tuple(out)
+
+
+def _trim_candidates(src: Shape) -> list[int]:
+    """Possible lengths of ``src`` once its trailing 1s are trimmed.
+
+    One length for known shapes; several when trailing dims are unknown
+    (an unknown dim may be 1 and so be trimmed too).
+    """
+    ends: list[int] = []
+    j = len(src)
+    while True:
+        if j == 0:
+            ends.append(0)
+            return ends
+        d = src[j - 1]
+        if d != 1:
+            ends.append(j)
+        if d is not None and d != 1:
+            return ends
+        j -= 1
+
+
+def _fit_pdpd(name: str, src: Shape, then: Shape, axis: int) -> Shape | None:
+    """Fit ``src`` onto ``then`` PaddlePaddle-style; return its aligned shape."""
+    rank = len(then)
+    if len(src) > rank:
+        raise SelectShapeError(
+            f"{name} shape {src} cannot be broadcast onto then shape {then} "
+            f"(auto_broadcast='pdpd', axis={axis}): {name} has rank {len(src)}, more than "
+            f"the {rank} of then"
+        )
+    first_error: SelectShapeError | None = None
+    for j in _trim_candidates(src):
+        trimmed = src[:j]
+        start = rank - j if axis == -1 else axis
+        error = _pdpd_mismatch(name, src, trimmed, then, axis, start)
+        if error is None:
+            aligned = (1,) * start + trimmed + (1,) * (rank - start - j)
+            return None if aligned == src else aligned
+        first_error = first_error or error
+    assert first_error is not None
+    raise first_error
+
+
+def _pdpd_mismatch(
+    name: str, src: Shape, trimmed: Shape, then: Shape, axis: int, start: int
+) -> SelectShapeError | None:
+    rank = len(then)
+    where = f"(auto_broadcast='pdpd', axis={axis})"
+    if start + len(trimmed) > rank:
+        return SelectShapeError(
+            f"{name} shape {src} cannot be broadcast onto then shape {then} {where}: "
+            f"with trailing 1s trimmed it is {trimmed}, which starting at dimension {start} "
+            f"needs {start + len(trimmed)} dimensions, but then has {rank}"
+        )
+    for k, ds in enumerate(trimmed):
+        dt = then[start + k]
+        if ds == dt or ds == 1 or ds is None or dt is None:
+            continue
+        return SelectShapeError(
+            f"{name} shape {src} cannot be broadcast onto then shape {then} {where}: "
+            f"dimension {k} of {name} is {ds}, expected {dt} (dimension {start + k} of then) "
+            "or 1"
+        )
+    return None
+
+
+@functools.lru_cache(maxsize=_PLAN_CACHE_SIZE)
+def make_plan(
+    cond: Shape, then: Shape, else_: Shape, mode: str, axis: int, cond_broadcast: str
+) -> SelectPlan:
+    """Infer the output shape and the aligned input shapes.
+
+    The options must already have passed :func:`check_options`. Results are
+    cached (bounded, thread-safe); errors are not.
+
+    Raises
+    ------
+    SelectShapeError
+        If the shapes cannot be broadcast under the mode.
+    """
+    if mode == "none":
+        return SelectPlan(_identical(cond, then, else_), (None, None, None))
+    if mode == "pdpd":
+        else_aligned = _fit_pdpd("else", else_, then, axis)
+        cond_aligned = _fit_pdpd("cond", cond, then, axis)
+        return SelectPlan(then, (cond_aligned, None, else_aligned))
+    text = _mode_text(mode, axis, cond_broadcast)
+    values = _broadcast_two("then", then, "else", else_, text)
+    if cond_broadcast == "unidirectional":
+        return SelectPlan(_cond_one_way(cond, values, text), (None, None, None))
+    out = _broadcast_two("cond", cond, "broadcast of then and else", values, text)
+    return SelectPlan(out, (None, None, None))
+
+
+def select_shape(
+    cond_shape: Sequence[int | None],
+    then_shape: Sequence[int | None],
+    else_shape: Sequence[int | None],
+    /,
+    *,
+    auto_broadcast: str = "numpy",
+    axis: int = -1,
+    cond_broadcast: str = "unidirectional",
+) -> tuple[int | None, ...]:
+    """Output shape of :func:`arrayselect.select` for inputs of these shapes.
+
+    Parameters
+    ----------
+    cond_shape, then_shape, else_shape : tuple of int or None
+        Shapes of the three inputs; ``None`` marks an unknown dimension.
+        A Python scalar ``then`` or ``else`` has shape ``()``.
+    auto_broadcast : {"numpy", "none", "pdpd"}, optional
+        Broadcasting mode, as for :func:`arrayselect.select`.
+    axis : int, optional
+        Start axis for ``"pdpd"``; ``-1`` aligns to the right.
+    cond_broadcast : {"unidirectional", "multidirectional"}, optional
+        How ``cond`` broadcasts in ``"numpy"`` mode.
+
+    Returns
+    -------
+    tuple of int or None
+        The output shape, with ``None`` where it cannot be known.
+
+    Raises
+    ------
+    SelectShapeError
+        Exactly when :func:`arrayselect.select` would raise it for arrays of
+        these shapes (for unknown dims: when every value of them fails).
+    SelectValueError, SelectTypeError
+        For bad options or shapes that are not sequences of ints.
+
+    Examples
+    --------
+    >>> import arrayselect as asel
+    >>> asel.select_shape((3, 1, 5), (2, 3, 4, 5), (2, 3, 4, 5))
+    (2, 3, 4, 5)
+    >>> asel.select_shape((3, 1), (2, 3, 4, 5), (4, 5), auto_broadcast="pdpd", axis=1)
+    (2, 3, 4, 5)
+    >>> asel.select_shape((None, 5), (2, 3, 1, 5), (4, 1))
+    (2, 3, 4, 5)
+    """
+    axis_int = check_options(auto_broadcast, axis, cond_broadcast)
+    plan = make_plan(
+        normalize_shape("cond_shape", cond_shape),
+        normalize_shape("then_shape", then_shape),
+        normalize_shape("else_shape", else_shape),
+        auto_broadcast,
+        axis_int,
+        cond_broadcast,
+    )
+    return plan.out_shape

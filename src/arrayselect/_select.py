@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from arrayselect._backend import Backend
@@ -9,7 +10,22 @@ from arrayselect._registry import resolve
 from arrayselect._shapes import check_options, make_plan
 from arrayselect._validate import check_cond_dtype, check_out, materialize_scalars
 
-__all__ = ["backend_for", "select"]
+__all__ = ["FastPath", "backend_for", "register_fast_path", "select"]
+
+#: ``fast(cond, then, else_, auto_broadcast, axis, cond_broadcast, out)`` returns the
+#: result, or ``NotImplemented`` to let the general path handle the call. It must
+#: raise exactly what the general path raises (the usual way: call
+#: :func:`select_general` on a cache miss and cache what it validated).
+FastPath = Callable[[Any, Any, Any, Any, Any, Any, Any], Any]
+
+# Keyed by the exact type of ``cond``: one dict lookup per call, so a backend
+# can skip namespace inference and re-validation for shapes it has seen.
+_fast_paths: dict[type, FastPath] = {}
+
+
+def register_fast_path(array_type: type, fast: FastPath) -> None:
+    """Route calls whose ``cond`` is exactly ``array_type`` to ``fast`` first."""
+    _fast_paths[array_type] = fast
 
 
 def select(
@@ -83,6 +99,34 @@ def select(
     >>> asel.select(np.array([1, 0, 2], dtype=np.uint8), np.arange(3.0), -1.0)
     array([ 0., -1.,  2.])
     """
+    fast = _fast_paths.get(type(cond))
+    if fast is not None:
+        result = fast(cond, then, else_, auto_broadcast, axis, cond_broadcast, out)
+        if result is not NotImplemented:
+            return result
+    return select_general(
+        cond,
+        then,
+        else_,
+        auto_broadcast=auto_broadcast,
+        axis=axis,
+        cond_broadcast=cond_broadcast,
+        out=out,
+    )
+
+
+def select_general(
+    cond: Any,
+    then: Any,
+    else_: Any,
+    /,
+    *,
+    auto_broadcast: Any = "numpy",
+    axis: Any = -1,
+    cond_broadcast: Any = "unidirectional",
+    out: Any = None,
+) -> Any:
+    """:func:`select` without fast paths: full validation, then the backend."""
     axis_int = check_options(auto_broadcast, axis, cond_broadcast)
     backend, named = resolve(cond, then, else_, out)
     check_cond_dtype(backend, cond)

@@ -38,6 +38,10 @@ Shape = tuple[Dim, ...]
 MODES: Final = ("none", "numpy", "pdpd")
 COND_BROADCASTS: Final = ("unidirectional", "multidirectional")
 _PLAN_CACHE_SIZE: Final = 4096
+_ENLARGE_HINT: Final = (
+    "; cond may not enlarge the output unless cond_broadcast='multidirectional' "
+    "(numpy.where behaviour)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,7 +181,7 @@ def _cond_one_way(cond: Shape, target: Shape, mode_text: str) -> Shape:
         raise SelectShapeError(
             f"cond shape {cond} cannot be broadcast one way onto {target} ({mode_text}): "
             f"cond has rank {len(cond)}, more than the {len(target)} of the broadcast of "
-            "then and else"
+            f"then and else{_ENLARGE_HINT}"
         )
     out = list(target)
     offset = len(target) - len(cond)
@@ -191,6 +195,7 @@ def _cond_one_way(cond: Shape, target: Shape, mode_text: str) -> Shape:
         raise SelectShapeError(
             f"cond shape {cond} cannot be broadcast one way onto {target} ({mode_text}): "
             f"dimension {i - len(cond)} is {dc}, expected {dt} or 1"
+            + (_ENLARGE_HINT if dt == 1 else "")
         )
     return tuple(out)
 

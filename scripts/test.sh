@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Set everything up, then run the whole test suite, mypy and ruff.
+# Set everything up, then run the whole test suite, mypy and ruff; then check
+# that the asv benchmark suite imports and is well formed (against this
+# environment) and that the quick benchmark comparison runs and matches NumPy.
 ARRAYSELECT_EXTRAS=test,dev
 source "$(dirname "$0")/_venv.sh"
 set +e
@@ -12,4 +14,6 @@ if [ "$status" -eq 5 ]; then
 fi
 [ "$status" -eq 0 ] || exit "$status"
 .venv/bin/mypy
-.venv/bin/ruff check src backends tests
+.venv/bin/ruff check src backends tests asv_benchmarks
+(cd asv_benchmarks && ../.venv/bin/asv check -E existing)
+.venv/bin/python -m arrayselect bench --quick

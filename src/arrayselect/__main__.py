@@ -1,4 +1,4 @@
-"""Command line: ``python -m arrayselect [selfcheck]``."""
+"""Command line: ``python -m arrayselect [selfcheck | bench [--quick] [--png PATH]]``."""
 
 from __future__ import annotations
 
@@ -9,13 +9,38 @@ from arrayselect._selfcheck import run_selfcheck
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``arrayselect`` command; returns the exit status."""
+    """Entry point of the ``arrayselect`` command; returns the exit status.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments after the program name; ``sys.argv[1:]`` by default.
+
+    Returns
+    -------
+    int
+        0 on success, 1 when a check failed, 2 for a usage error.
+    """
     parser = argparse.ArgumentParser(prog="arrayselect", description=__doc__)
     sub = parser.add_subparsers(dest="command")
     sub.add_parser("selfcheck", help="run the specifications' examples on every backend")
+    bench = sub.add_parser(
+        "bench",
+        help="time select against each library's where on every backend and device present",
+        description="Time select against each library's own where on every backend and "
+        "device present, check every result against NumPy bit for bit, and print a table.",
+    )
+    bench.add_argument("--quick", action="store_true", help="a shorter run (under a minute)")
+    bench.add_argument(
+        "--png", metavar="PATH", help="also write a bar chart to PATH (needs matplotlib)"
+    )
     args = parser.parse_args(argv)
     if args.command in (None, "selfcheck"):
         return 0 if run_selfcheck() else 1
+    if args.command == "bench":
+        from arrayselect._bench import main as bench_main
+
+        return bench_main(quick=args.quick, png=args.png)
     parser.error(f"unknown command {args.command}")
     return 2
 

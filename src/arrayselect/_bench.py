@@ -1,0 +1,723 @@
+"""``python -m arrayselect bench``: a compact comparison on every backend present.
+
+For each array library (and device) installed, a few Select calls are timed
+against the library's own ``where`` (the *peer*) on the same device arrays;
+each result is checked bit for bit against ``np.where`` on NumPy copies of the
+inputs; achieved throughput is compared with the device's copy bandwidth (the
+*memory floor*: no elementwise operation can move its bytes faster than a
+copy does). The asv suite in ``asv_benchmarks/`` is the full version.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import math
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+import numpy as np
+
+from arrayselect._errors import SelectTypeError
+from arrayselect._registry import force_portable
+from arrayselect._select import backend_for, select
+
+__all__ = [
+    "CASES",
+    "QUICK_CASES",
+    "BenchCase",
+    "BenchReport",
+    "BenchRow",
+    "Target",
+    "available_targets",
+    "format_table",
+    "run_bench",
+    "write_png",
+]
+
+
+# --------------------------------------------------------------------------- cases
+
+
+@dataclass(frozen=True)
+class BenchCase:
+    """One Select call to time.
+
+    Attributes
+    ----------
+    pattern
+        ``"same"`` (three 1-D operands of ``size``), ``"cond-row"`` (2-D
+        output, ``cond`` one row broadcast down the rows) or ``"outer"``
+        (``then`` a column, ``else`` a row).
+    size
+        Number of output elements (2-D patterns use the nearest square).
+    dtype
+        ``then``/``else`` dtype: a NumPy name, or ``"bfloat16"``.
+    """
+
+    pattern: str
+    size: int
+    dtype: str = "float32"
+
+    @property
+    def label(self) -> str:
+        """Short name for tables, e.g. ``"same 1e5 float32"``."""
+        exponent = math.log10(self.size)
+        size = f"1e{round(exponent)}" if exponent == round(exponent) else str(self.size)
+        return f"{self.pattern} {size} {self.dtype}"
+
+
+#: What ``bench`` runs: scaling with size, two broadcast patterns, two narrow dtypes.
+CASES: tuple[BenchCase, ...] = (
+    BenchCase("same", 10**3),
+    BenchCase("same", 10**5),
+    BenchCase("same", 10**7),
+    BenchCase("cond-row", 10**6),
+    BenchCase("outer", 10**6),
+    BenchCase("same", 10**6, "bfloat16"),
+    BenchCase("same", 10**6, "int8"),
+)
+#: ``bench --quick``: the same, with 10**6 for the largest same-shape case.
+QUICK_CASES: tuple[BenchCase, ...] = (
+    BenchCase("same", 10**3),
+    BenchCase("same", 10**5),
+    BenchCase("same", 10**6),
+    BenchCase("cond-row", 10**6),
+    BenchCase("outer", 10**6),
+    BenchCase("same", 10**6, "bfloat16"),
+    BenchCase("same", 10**6, "int8"),
+)
+
+_SEED = 20240611
+
+
+def _numpy_dtype(name: str) -> np.dtype[Any]:
+    if name == "bfloat16":
+        import ml_dtypes
+
+        bfloat16: np.dtype[Any] = np.dtype(ml_dtypes.bfloat16)
+        return bfloat16
+    return np.dtype(name)
+
+
+def _values(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> Any:
+    if dtype == "bool":
+        return rng.random(shape) < 0.5
+    if np.dtype(_numpy_dtype(dtype)).kind in "iu":
+        info = np.iinfo(dtype)
+        return rng.integers(info.min, int(info.max) + 1, size=shape, dtype=dtype)
+    if dtype.startswith("complex"):
+        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+    return rng.standard_normal(shape, dtype=np.float32).astype(_numpy_dtype(dtype))
+
+
+def make_inputs(case: BenchCase) -> tuple[Any, Any, Any]:
+    """Seeded NumPy ``(cond, then, else_)`` for ``case``."""
+    rng = np.random.default_rng(_SEED)
+    if case.pattern == "same":
+        shape: tuple[int, ...] = (case.size,)
+        return (
+            rng.random(shape) < 0.5,
+            _values(rng, shape, case.dtype),
+            _values(rng, shape, case.dtype),
+        )
+    side = max(1, math.isqrt(case.size))
+    if case.pattern == "cond-row":
+        return (
+            rng.random((side,)) < 0.5,
+            _values(rng, (side, side), case.dtype),
+            _values(rng, (side, side), case.dtype),
+        )
+    if case.pattern == "outer":
+        return (
+            rng.random((side, side)) < 0.5,
+            _values(rng, (side, 1), case.dtype),
+            _values(rng, (1, side), case.dtype),
+        )
+    raise ValueError(f"unknown pattern {case.pattern!r}; expected same, cond-row or outer")
+
+
+# --------------------------------------------------------------------------- targets
+
+
+@dataclass
+class Target:
+    """One array library on one device.
+
+    Attributes
+    ----------
+    label
+        Library and device as shown in the table, e.g. ``"torch cpu"``.
+    device
+        ``"cpu"``, or the GPU's name (used for the memory floor).
+    peer_name
+        What the peer column times, e.g. ``"torch.where"``.
+    put
+        NumPy array -> array of this library on this device (bit for bit).
+    peer
+        The library's ``where(cond, then, else_)``.
+    sync
+        Waits for the device (or computes a lazy array); returns the result.
+    to_numpy
+        Result -> NumPy array with the same bits.
+    compile
+        Wraps a function of device arrays before timing (``jax.jit``).
+    portable
+        Run ``select`` under :func:`~arrayselect.force_portable`.
+    copy
+        ``copy(nbytes)`` returns the best seconds of a same-device copy.
+    """
+
+    label: str
+    device: str
+    peer_name: str
+    put: Callable[[Any], Any]
+    peer: Callable[[Any, Any, Any], Any]
+    sync: Callable[[Any], Any] = lambda x: x
+    to_numpy: Callable[[Any], Any] = np.asarray
+    compile: Callable[[Callable[..., Any]], Callable[..., Any]] = lambda f: f
+    portable: bool = False
+    copy: Callable[[int], float] | None = None
+
+
+def _best(fn: Callable[[], object], repeat: int = 5) -> float:
+    fn()
+    best = math.inf
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _numpy_copy(nbytes: int) -> float:
+    src = np.ones(nbytes // 4, dtype=np.float32)
+    dst = np.empty_like(src)
+    return _best(lambda: np.copyto(dst, src))
+
+
+def _numpy_targets() -> list[Target]:
+    plain = Target("numpy", "cpu", "np.where", np.asarray, np.where, copy=_numpy_copy)
+    portable = Target("numpy (portable)", "cpu", "np.where", np.asarray, np.where, portable=True)
+    return [plain, portable]
+
+
+def _torch_targets() -> list[Target]:
+    import torch
+
+    def put_on(device: str) -> Callable[[Any], Any]:
+        def put(x: Any) -> Any:
+            x = np.ascontiguousarray(x)
+            if x.dtype == _numpy_dtype("bfloat16"):
+                return torch.from_numpy(x.view(np.int16)).view(torch.bfloat16).to(device)
+            return torch.from_numpy(x).to(device)
+
+        return put
+
+    def to_numpy(x: Any) -> Any:
+        x = x.detach().cpu()
+        if x.dtype == torch.bfloat16:
+            return x.view(torch.int16).numpy().view(_numpy_dtype("bfloat16"))
+        return x.numpy()
+
+    def cuda_sync(x: Any) -> Any:
+        torch.cuda.synchronize()
+        return x
+
+    def cuda_copy(nbytes: int) -> float:
+        src = torch.ones(nbytes // 4, dtype=torch.float32, device="cuda")
+        dst = torch.empty_like(src)
+        return _best(lambda: cuda_sync(dst.copy_(src)))
+
+    targets = [
+        Target("torch cpu", "cpu", "torch.where", put_on("cpu"), torch.where, to_numpy=to_numpy)
+    ]
+    if torch.cuda.is_available():
+        targets.append(
+            Target(
+                "torch cuda",
+                "cuda:" + torch.cuda.get_device_name(),
+                "torch.where",
+                put_on("cuda"),
+                torch.where,
+                sync=cuda_sync,
+                to_numpy=to_numpy,
+                copy=cuda_copy,
+            )
+        )
+    return targets
+
+
+def _jax_targets() -> list[Target]:
+    import jax
+    import jax.numpy as jnp
+
+    def make(device: Any) -> Target:
+        def put(x: Any) -> Any:
+            return jax.device_put(x, device)
+
+        def copy(nbytes: int) -> float:
+            src = put(np.ones(nbytes // 4, dtype=np.float32))
+            jitted = jax.jit(jnp.copy)
+            return _best(lambda: jitted(src).block_until_ready())
+
+        gpu = device.platform != "cpu"
+        return Target(
+            f"jax {device.platform} (jit)",
+            f"{device.platform}:{device.device_kind}" if gpu else "cpu",
+            "jit(jnp.where)",
+            put,
+            jnp.where,
+            sync=lambda x: x.block_until_ready(),
+            compile=jax.jit,
+            copy=copy if gpu else None,
+        )
+
+    targets = [make(jax.devices("cpu")[0])]
+    with contextlib.suppress(RuntimeError):  # no GPU platform
+        targets.append(make(jax.devices("gpu")[0]))
+    return targets
+
+
+def _dask_targets() -> list[Target]:
+    da: Any = importlib.import_module("dask.array")
+
+    def put(x: Any) -> Any:
+        pieces = max(1, min(8, x.shape[0]))
+        return da.from_array(x, chunks=(-(-x.shape[0] // pieces), *x.shape[1:])).persist()
+
+    return [Target("dask", "cpu", "da.where", put, da.where, sync=lambda x: x.compute())]
+
+
+def _cupy_targets() -> list[Target]:
+    import cupy
+
+    if cupy.cuda.runtime.getDeviceCount() == 0:
+        return []
+
+    def sync(x: Any) -> Any:
+        cupy.cuda.get_current_stream().synchronize()
+        return x
+
+    def copy(nbytes: int) -> float:
+        src = cupy.ones(nbytes // 4, dtype=cupy.float32)
+        dst = cupy.empty_like(src)
+        return _best(lambda: sync(cupy.copyto(dst, src)))
+
+    name = cupy.cuda.runtime.getDeviceProperties(0)["name"]
+    name = name.decode() if isinstance(name, bytes) else str(name)
+    return [
+        Target(
+            "cupy",
+            "cuda:" + name,
+            "cupy.where",
+            cupy.asarray,
+            cupy.where,
+            sync=sync,
+            to_numpy=lambda x: x.get(),
+            copy=copy,
+        )
+    ]
+
+
+_DISCOVERY: tuple[tuple[str, Callable[[], list[Target]]], ...] = (
+    ("numpy", _numpy_targets),
+    ("torch", _torch_targets),
+    ("jax", _jax_targets),
+    ("dask", _dask_targets),
+    ("cupy", _cupy_targets),
+)
+
+
+def available_targets() -> tuple[list[Target], list[str]]:
+    """Every library and device present; also the libraries that are missing."""
+    targets: list[Target] = []
+    missing: list[str] = []
+    for library, discover in _DISCOVERY:
+        try:
+            found = discover()
+        except Exception:  # not installed, no driver, broken install
+            found = []
+        if found:
+            targets.extend(found)
+        else:
+            missing.append(library)
+    return targets, missing
+
+
+# --------------------------------------------------------------------------- measuring
+
+
+@dataclass
+class BenchRow:
+    """One line of the table: one case on one target.
+
+    Times are median seconds per call; ``None`` where not measured. ``status``
+    is ``"ok"``, ``"MISMATCH"``, ``"unsupported"`` (``select`` refused the dtype
+    for this library) or ``"ERROR"``; ``detail`` says why when not ``"ok"``.
+    """
+
+    target: str
+    device: str
+    backend: str
+    case: str
+    peer_name: str
+    seconds: float | None = None
+    peer_seconds: float | None = None
+    nbytes: int = 0
+    copy_bandwidth: float | None = None
+    status: str = "ok"
+    detail: str = ""
+
+    @property
+    def ratio(self) -> float | None:
+        """Peer time over ours: above 1, ``select`` is faster than the peer."""
+        if self.seconds is None or self.peer_seconds is None:
+            return None
+        return self.peer_seconds / self.seconds
+
+    @property
+    def gbps(self) -> float | None:
+        """Achieved GB/s: the bytes Select must move over our time."""
+        return None if self.seconds is None else self.nbytes / self.seconds / 1e9
+
+    @property
+    def floor_fraction(self) -> float | None:
+        """Fraction of the memory floor: achieved bandwidth over copy bandwidth."""
+        if self.seconds is None or not self.copy_bandwidth:
+            return None
+        return self.nbytes / self.seconds / self.copy_bandwidth
+
+
+@dataclass
+class BenchReport:
+    """Everything ``bench`` measured."""
+
+    rows: list[BenchRow] = field(default_factory=list)
+    copy_bandwidth: dict[str, float] = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """No result differed from NumPy and nothing failed."""
+        return all(row.status in ("ok", "unsupported") for row in self.rows)
+
+
+def _median_time(fn: Callable[[], object], number: int, repeat: int) -> float:
+    rounds = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        rounds.append((time.perf_counter() - start) / number)
+    return statistics.median(rounds)
+
+
+def _loops(fn: Callable[[], object], min_time: float) -> int:
+    start = time.perf_counter()
+    fn()
+    elapsed = time.perf_counter() - start
+    return max(1, min(10_000, int(min_time / max(elapsed, 1e-7))))
+
+
+def _bits(x: Any) -> Any:
+    return np.ascontiguousarray(x).reshape(-1).view(np.uint8)
+
+
+def _same_bits(result: Any, expected: Any) -> str:
+    """``""`` when ``result`` equals ``expected`` bit for bit, else what differs."""
+    if result.shape != expected.shape:
+        return f"shape {result.shape}, expected {expected.shape}"
+    if str(result.dtype) != str(expected.dtype):
+        return f"dtype {result.dtype}, expected {expected.dtype}"
+    bad = int(np.count_nonzero(_bits(result) != _bits(expected)))
+    return f"{bad} bytes differ" if bad else ""
+
+
+def _measure(
+    target: Target, case: BenchCase, inputs: tuple[Any, Any, Any], timing: tuple[float, int]
+) -> BenchRow:
+    min_time, repeat = timing
+    cond, then, else_ = inputs
+    expected = np.where(cond, then, else_)
+    row = BenchRow(target.label, target.device, "?", case.label, target.peer_name)
+    row.nbytes = int(sum(x.nbytes for x in inputs) + expected.nbytes)
+    args = [target.put(x) for x in inputs]
+
+    def ours_fn(c: Any, t: Any, e: Any) -> Any:
+        if target.portable:
+            with force_portable():
+                return select(c, t, e)
+        return select(c, t, e)
+
+    with force_portable(target.portable):
+        row.backend = backend_for(*args).name
+    ours_compiled = target.compile(ours_fn)
+    peer_compiled = target.compile(target.peer)
+
+    def ours() -> Any:
+        return target.sync(ours_compiled(*args))
+
+    def peer() -> Any:
+        return target.sync(peer_compiled(*args))
+
+    try:
+        result = ours()  # compiles (JAX) and warms up: not timed
+    except SelectTypeError as exc:
+        row.status, row.detail = "unsupported", str(exc)
+        return row
+    problem = _same_bits(target.to_numpy(result), expected)
+    if problem:
+        row.status, row.detail = "MISMATCH", problem
+    peer()
+    ours_loops, peer_loops = _loops(ours, min_time), _loops(peer, min_time)
+    ours_times, peer_times = [], []
+    for _ in range(repeat):  # interleaved, so both see the same machine noise
+        ours_times.append(_median_time(ours, ours_loops, 1))
+        peer_times.append(_median_time(peer, peer_loops, 1))
+    row.seconds = statistics.median(ours_times)
+    row.peer_seconds = statistics.median(peer_times)
+    return row
+
+
+class _Progress:
+    """Progress on stderr without a dependency.
+
+    On a terminal: one bar redrawn in place with ``\r``. Elsewhere (CI logs):
+    a plain line whenever a new case starts.
+    """
+
+    def __init__(self, total: int, stream: TextIO | None, width: int = 24) -> None:
+        self.total, self.done, self.stream, self.width = max(total, 1), 0, stream, width
+        self.tty = stream is not None and stream.isatty()
+        self.last_case = ""
+
+    def show(self, case: str, target: str = "") -> None:
+        if self.stream is None:
+            return
+        if self.tty:
+            filled = self.width * self.done // self.total
+            bar = "#" * filled + "." * (self.width - filled)
+            line = f"[{bar}] {self.done}/{self.total} {case}" + (f" on {target}" if target else "")
+            self.stream.write("\r" + line[:100].ljust(100))
+        elif case != self.last_case:
+            self.stream.write(f"bench [{self.done}/{self.total}] {case}\n")
+        self.last_case = case
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.stream is not None and self.tty:
+            self.stream.write("\r" + " " * 100 + "\r")
+            self.stream.flush()
+
+
+def run_bench(
+    cases: Sequence[BenchCase] | None = None,
+    *,
+    quick: bool = False,
+    targets: Iterable[Target] | None = None,
+    progress: TextIO | None = sys.stderr,
+    timing: tuple[float, int] | None = None,
+) -> BenchReport:
+    """Time every case on every target and check each result against NumPy.
+
+    Parameters
+    ----------
+    cases : sequence of BenchCase, optional
+        Defaults to :data:`CASES` (:data:`QUICK_CASES` with ``quick``).
+    quick : bool, optional
+        Fewer, shorter timing rounds and a smaller largest case.
+    targets : iterable of Target, optional
+        Defaults to every library and device present (:func:`available_targets`).
+    progress : file, optional
+        Where the progress bar goes; ``None`` for none.
+    timing : (float, int), optional
+        Seconds each timing round lasts at least, and the number of rounds;
+        by default (0.01, 5) with ``quick`` and (0.05, 9) without.
+
+    Returns
+    -------
+    BenchReport
+        One row per case and target, the copy bandwidths and the missing libraries.
+    """
+    if cases is None:
+        cases = QUICK_CASES if quick else CASES
+    missing: list[str] = []
+    if targets is None:
+        found, missing = available_targets()
+    else:
+        found = list(targets)
+    if timing is None:
+        timing = (0.01, 5) if quick else (0.05, 9)
+    report = BenchReport(missing=missing)
+    bar = _Progress(len(found) * len(cases) + 1, progress)
+    bar.show("memory floor (copy bandwidth)")
+    # Larger than the last-level caches of current CPUs, so the copy goes to DRAM.
+    cpu_bytes = 2**27 if quick else 2**28
+    report.copy_bandwidth["cpu"] = 2 * cpu_bytes / _numpy_copy(cpu_bytes)
+    for target in found:
+        if target.copy is not None and target.device not in report.copy_bandwidth:
+            report.copy_bandwidth[target.device] = 2 * 2**30 / target.copy(2**30)
+    bar.done += 1
+    for case in cases:
+        inputs = make_inputs(case)
+        for target in found:
+            bar.show(case.label, target.label)
+            try:
+                row = _measure(target, case, inputs, timing)
+            except Exception as exc:  # report in the table, go on with the rest
+                row = BenchRow(target.label, target.device, "?", case.label, target.peer_name)
+                row.status, row.detail = "ERROR", f"{type(exc).__name__}: {exc}"
+            row.copy_bandwidth = report.copy_bandwidth.get(target.device)
+            report.rows.append(row)
+            bar.done += 1
+    bar.close()
+    return report
+
+
+# --------------------------------------------------------------------------- output
+
+
+def _time(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"
+
+
+def _num(value: float | None, fmt: str) -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def format_table(report: BenchReport) -> str:
+    """The report as a Markdown table, with notes on peers, floors and problems."""
+    header = ["library", "backend", "case", "time", "peer", "peer time", "peer/ours", "GB/s"]
+    header += ["of floor", "check"]
+    lines: list[Sequence[str]] = [header]
+    for row in report.rows:
+        lines.append(
+            (
+                row.target,
+                row.backend,
+                row.case,
+                _time(row.seconds),
+                row.peer_name,
+                _time(row.peer_seconds),
+                _num(row.ratio, ".2f"),
+                _num(row.gbps, ".2f"),
+                _num(row.floor_fraction, ".0%"),
+                row.status,
+            )
+        )
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    right = {3, 5, 6, 7, 8}
+
+    def fmt(line: Sequence[str]) -> str:
+        cells = [
+            cell.rjust(w) if i in right else cell.ljust(w)
+            for i, (cell, w) in enumerate(zip(line, widths, strict=True))
+        ]
+        return "| " + " | ".join(cells) + " |"
+
+    rule = (
+        "|"
+        + "|".join(
+            "-" * (w + 1) + ":" if i in right else "-" * (w + 2) for i, w in enumerate(widths)
+        )
+        + "|"
+    )
+    out = [fmt(lines[0]), rule, *(fmt(line) for line in lines[1:])]
+    out.append("")
+    floors = ", ".join(
+        f"{device} {bw / 1e9:.1f} GB/s" for device, bw in report.copy_bandwidth.items()
+    )
+    out.append(
+        "time: median per call; peer/ours > 1: select is faster; GB/s: bytes Select must "
+        "move (inputs read once, output written once) per second; of floor: that over "
+        f"the device's copy bandwidth ({floors}); above 100%: the data fit in cache."
+    )
+    for row in report.rows:
+        if row.status != "ok":
+            out.append(f"{row.status}: {row.target} {row.case}: {row.detail}")
+    if report.missing:
+        out.append("not installed or no device: " + ", ".join(report.missing))
+    return "\n".join(out)
+
+
+def write_png(report: BenchReport, path: str) -> None:
+    """Bar chart of the report: time per case (log scale) and fraction of the floor.
+
+    Raises
+    ------
+    ImportError
+        If matplotlib is not installed (``pip install 'arrayselect[plot]'``).
+    """
+    plt = _pyplot()
+    cases = list(dict.fromkeys(row.case for row in report.rows))
+    targets = list(dict.fromkeys(row.target for row in report.rows))
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(max(8, 1.6 * len(cases)), 8))
+    width = 0.8 / max(len(targets), 1)
+    for i, target in enumerate(targets):
+        by_case = {row.case: row for row in report.rows if row.target == target}
+        xs = [c + (i - (len(targets) - 1) / 2) * width for c in range(len(cases))]
+        ours = [(by_case[c].seconds or 0.0) * 1e6 if c in by_case else 0.0 for c in cases]
+        peer = [(by_case[c].peer_seconds or 0.0) * 1e6 if c in by_case else 0.0 for c in cases]
+        floor = [(by_case[c].floor_fraction or 0.0) if c in by_case else 0.0 for c in cases]
+        bars = top.bar(xs, ours, width, label=target)
+        top.scatter(xs, peer, marker="_", s=200, color="black", zorder=3)
+        bottom.bar(
+            xs, floor, width, color=bars.patches[0].get_facecolor() if bars.patches else None
+        )
+    top.set_yscale("log")
+    top.set_ylabel("µs per call (black tick: peer)")
+    top.legend(fontsize="small")
+    bottom.axhline(1.0, color="black", linewidth=0.8)
+    bottom.set_ylabel("fraction of copy bandwidth")
+    for ax in (top, bottom):
+        ax.set_xticks(range(len(cases)))
+        ax.set_xticklabels(cases, rotation=20, fontsize="small")
+    top.set_title("arrayselect.select vs each library's where")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def _pyplot() -> Any:
+    try:
+        matplotlib = importlib.import_module("matplotlib")
+    except ImportError as exc:
+        raise ImportError(
+            "writing a PNG needs matplotlib, which is not installed: "
+            "pip install 'arrayselect[plot]' (or pip install matplotlib)"
+        ) from exc
+    matplotlib.use("Agg")
+    return importlib.import_module("matplotlib.pyplot")
+
+
+def main(quick: bool = False, png: str | None = None, echo: Callable[[str], None] = print) -> int:
+    """Run the comparison, print the table, optionally write the chart; the exit status.
+
+    Returns 0 when every result matched NumPy, 1 when one did not (or a call
+    failed), 2 when ``png`` is asked for without matplotlib (before any timing).
+    """
+    if png is not None:
+        try:
+            _pyplot()
+        except ImportError as exc:
+            echo(f"error: {exc}")
+            return 2
+    started = time.perf_counter()
+    report = run_bench(quick=quick)
+    echo(format_table(report))
+    echo(f"bench{' --quick' if quick else ''}: {time.perf_counter() - started:.0f} s")
+    if png is not None:
+        write_png(report, png)
+        echo(f"chart written to {png}")
+    echo("bench " + ("passed: every result matches NumPy" if report.ok else "FAILED"))
+    return 0 if report.ok else 1

@@ -460,9 +460,6 @@ class JaxTarget(Target):
     def concat(self, parts: list[Any]) -> Any:
         return jnp.concatenate(parts)
 
-    def ours(self, kwargs: dict[str, Any]) -> Callable[..., Any]:
-        return super().ours(kwargs)
-
     def peer(self) -> Callable[..., Any] | None:
         return jnp.where
 

@@ -207,6 +207,17 @@ class Case:
         inputs = sum(x.nbytes for x in (self.cond, self.then, self.else_) if _is_data(x))
         return int(inputs + out * itemsize)
 
+    def reference(self) -> np.ndarray:
+        """The expected result: ``np.where`` on the NumPy inputs, aligned for the peer."""
+        then = self.then.T if self.then_transposed else self.then  # type: ignore[union-attr]
+        arrays = [self.cond, then, self.else_]
+        dtype = next(x.dtype for x in arrays[1:] if isinstance(x, np.ndarray))
+        arrays = [x if isinstance(x, np.ndarray) else np.asarray(x, dtype=dtype) for x in arrays]
+        aligned = [
+            x if s is None else x.reshape(s) for x, s in zip(arrays, self.peer_shapes, strict=True)
+        ]
+        return np.where(*aligned)
+
     def out_shape(self) -> tuple[int, ...]:
         """Shape of the result."""
         then_shape = self.then.shape[::-1] if self.then_transposed else np.shape(self.then)
@@ -286,13 +297,12 @@ def mode_case(mode: str, shape: tuple[int, int] = GRID) -> Case:
             values((1, cols)),
             {"cond_broadcast": "multidirectional"},
         )
-    if mode == "pdpd":  # axis -1: else (cols, 1) has its trailing 1 ignored
+    if mode == "pdpd":  # axis -1: each input right-aligned onto then, one way
         return Case(
             random_mask(rng, (cols,)),
             values(shape),
-            values((cols, 1)),
+            values((rows, 1)),
             {"auto_broadcast": "pdpd"},
-            (None, None, (cols,)),
         )
     if mode == "pdpd-axis0":
         return Case(
@@ -672,6 +682,23 @@ class Prepared:
             raise SkipNotImplemented(f"{backend}: {exc}") from exc
         if self.peer is not None:
             self.peer()
+        if backend != "np.where" and not any(isinstance(x, Tiled) for x in arrays_np(case)):
+            self._check()
+
+    def _check(self) -> None:
+        """A benchmark of a wrong result is worthless: compare with NumPy bit for bit."""
+        expected = self.case.reference()
+        got = self.target.to_numpy(self.result)
+        same = (
+            got.shape == expected.shape
+            and str(got.dtype) == str(expected.dtype)
+            and np.array_equal(_bytes(got), _bytes(expected))
+        )
+        if not same:
+            raise AssertionError(
+                f"{self.target.name}: select returned {got.dtype}{got.shape}, which differs "
+                f"from np.where's {expected.dtype}{expected.shape} for {self.case.kwargs}"
+            )
 
     def _put(self, x: Any) -> Any:
         if isinstance(x, Tiled):
@@ -689,6 +716,15 @@ class Prepared:
         if self.peer is None:
             raise SkipNotImplemented(f"{self.target.name} is its own peer")
         self.peer()
+
+
+def arrays_np(case: Case) -> list[Any]:
+    """The operands of ``case`` that are arrays (NumPy or :class:`Tiled`)."""
+    return [x for x in (case.cond, case.then, case.else_) if _is_data(x)]
+
+
+def _bytes(x: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(x).reshape(-1).view(np.uint8)
 
 
 def _is_array(x: Any) -> bool:

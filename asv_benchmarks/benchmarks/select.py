@@ -81,8 +81,8 @@ class Mode:
 
     none: identical shapes; numpy: cond (1000,), else (1, 1000);
     numpy-multidirectional: cond (1000, 1) enlarges then (1000,) and else
-    (1, 1000); pdpd: else (1000, 1) with its trailing 1 ignored; pdpd-axis0:
-    else and cond (1000,) at axis 0.
+    (1, 1000); pdpd: cond (1000,) and else (1000, 1) fitted one way onto then
+    with axis -1; pdpd-axis0: else and cond (1000,) at axis 0.
     """
 
     params = [BACKENDS, MODES]

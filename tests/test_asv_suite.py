@@ -1,0 +1,83 @@
+"""The asv suite's setups run and check their results (NumPy backends, small sizes).
+
+``asv check`` (in ``scripts/test.sh``) only checks that the suite is well formed;
+this runs ``setup`` and each benchmark method once, so a change in
+``select``'s semantics that makes a benchmark compute something else fails here.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "asv_benchmarks"))
+common: Any = pytest.importorskip("benchmarks.common")
+suite: Any = pytest.importorskip("benchmarks.select")
+
+CPU_NUMPY = ("numpy", "np.where", "portable")
+CLASSES = ("SameShape", "BroadcastPattern", "Mode", "Throughput", "NumpyPeakMemory")
+METHOD_PREFIXES = ("time_", "track_", "peakmem_")
+
+
+def combos(cls: Any) -> list[tuple[Any, ...]]:
+    """NumPy-path parameter combinations of ``cls`` small enough for a unit test."""
+    out = []
+    for params in itertools.product(*cls.params):
+        named = dict(zip(cls.param_names, params, strict=True))
+        if named["backend"] in CPU_NUMPY and named.get("size", 0) <= 10**5:
+            out.append(params)
+    return out
+
+
+@pytest.mark.parametrize("name", CLASSES)
+def test_setup_and_methods_run(name: str) -> None:
+    cls = getattr(suite, name)
+    methods = [m for m in dir(cls) if m.startswith(METHOD_PREFIXES)]
+    ran = 0
+    for params in combos(cls):
+        bench = cls()
+        try:
+            bench.setup(*params)
+        except common.SkipNotImplemented:
+            continue
+        for method in methods:
+            try:
+                value = getattr(bench, method)(*params)
+            except common.SkipNotImplemented:
+                continue
+            if method.startswith("track_"):
+                assert value > 0
+            ran += 1
+    assert ran > 0
+
+
+def test_params_are_the_same_without_optional_libraries() -> None:
+    # Parameters are plain lists, never computed from what is installed.
+    assert suite.SameShape.params == [common.BACKENDS, common.SIZES, common.DTYPES]
+    assert "cupy" in common.BACKENDS and "torch-cuda" in common.BACKENDS
+    assert 2**28 in common.SIZES
+
+
+def test_gpu_only_size_is_skipped_on_cpu() -> None:
+    with pytest.raises(common.SkipNotImplemented, match="GPU"):
+        suite.SameShape().setup("numpy", 2**28, "float32")
+
+
+def test_a_wrong_result_fails_setup(monkeypatch: pytest.MonkeyPatch) -> None:
+    def swapped(cond: Any, then: Any, else_: Any, **kwargs: Any) -> Any:
+        return np.where(cond, else_, then)
+
+    monkeypatch.setattr(common.asel, "select", swapped)
+    with pytest.raises(AssertionError, match=r"differs from np\.where"):
+        suite.BroadcastPattern().setup("numpy", "cond-row")
+
+
+def test_timeraw_code_runs() -> None:
+    bench = suite.ImportTime()
+    for method in ("timeraw_import_arrayselect", "timeraw_import_and_first_numpy_select"):
+        exec(getattr(bench, method)(), {})

@@ -239,8 +239,8 @@ def _cond_one_way(cond: Shape, target: Shape, mode_text: str) -> Shape:
             continue
         raise SelectShapeError(
             f"cond shape {cond} cannot be broadcast one way onto {target} ({mode_text}): "
-            f"dimension {i - len(cond)} is {dc}, expected {dt} or 1"
-            + (_ENLARGE_HINT if dt == 1 else "")
+            f"dimension {i - len(cond)} is {dc}, expected "
+            + ("1" + _ENLARGE_HINT if dt == 1 else f"{dt} or 1")
         )
     return tuple(out)
 

@@ -47,8 +47,21 @@ __all__ = ["DEFAULT_CACHE_SIZE", "CacheInfo", "JaxBackend", "create"]
 DEFAULT_CACHE_SIZE = 512
 
 _Tracer = jax.core.Tracer
+
+
+def _concrete_array_type() -> type:
+    """The type of concrete JAX arrays, even when this module is imported during a trace."""
+    with jax.ensure_compile_time_eval():
+        found: type = type(jnp.zeros(()))
+    if issubclass(found, _Tracer):  # pragma: no cover - older JAX
+        from jax._src.array import ArrayImpl
+
+        found = ArrayImpl
+    return found
+
+
 #: The type of concrete (non-traced) JAX arrays; the fast path is keyed by it.
-_ArrayImpl: type = type(jnp.zeros(()))
+_ArrayImpl: type = _concrete_array_type()
 _SCALAR_TYPES = (bool, int, float, complex)
 _REGISTRY_KEY = ("jax", False)
 

@@ -785,6 +785,25 @@ def test_sharding_is_preserved_on_four_host_devices() -> None:
     assert done.stdout.strip().startswith("OK"), done.stdout
 
 
+def test_backend_first_loaded_inside_a_trace() -> None:
+    # The backend module is imported by the first JAX call; when that call is
+    # traced, the fast path must still be keyed by the concrete array type.
+    code = """
+import jax, jax.numpy as jnp, arrayselect as asel
+from arrayselect import _select
+jax.make_jaxpr(asel.select)(jnp.ones(2, bool), jnp.ones(2), jnp.ones(2))
+(key,) = _select._fast_paths
+assert not issubclass(key, jax.core.Tracer), key
+prims = [e.primitive.name for e in jax.make_jaxpr(lambda c, t: asel.select(c, t, 0.0))(
+    jnp.ones(2, bool), jnp.ones(2)).jaxpr.eqns]
+assert prims == ["broadcast_in_dim", "select_n"], prims
+assert asel.select(jnp.array([True, False]), 1.0, 2.0, cond_broadcast="multidirectional"
+    ).tolist() == [1.0, 2.0]
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
 def test_import_does_not_import_jax() -> None:
     code = "import sys, arrayselect; assert 'jax' not in sys.modules, 'jax imported'"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

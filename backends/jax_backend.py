@@ -635,7 +635,9 @@ class JaxBackend(Backend):
             one compilation); ``functions``: fast-path functions kept;
             ``executables``: executables those functions hold; ``maxsize``.
         """
-        executables = sum(fn._cache_size() for fn in list(self._fn_data.values()))
+        executables = sum(
+            getattr(fn, "_cache_size", lambda: 0)() for fn in list(self._fn_data.values())
+        )
         return CacheInfo(self._trace_count, len(self._fns), executables, self._cache_size)
 
     def cache_clear(self) -> None:

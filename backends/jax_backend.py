@@ -363,6 +363,18 @@ def _host_scalar(value: bool | int | float | complex, dtype: Any) -> Any:
     return np.asarray(value, dtype=dtype)
 
 
+def _identity(value: Any) -> Any:
+    return value
+
+
+# Which dtype kinds a Python scalar of each type may take (as in _validate).
+_SCALAR_FITS: dict[type, frozenset[str]] = {
+    bool: frozenset({"bool"}),
+    int: frozenset({"int", "uint", "float", "complex"}),
+    float: frozenset({"float", "complex"}),
+    complex: frozenset({"complex"}),
+}
+
 _force_portable = _registry._force_portable
 _backends = _registry._backends
 
@@ -400,6 +412,7 @@ class JaxBackend(Backend):
         self._traces: dict[Hashable, int] = {}
         # General path on concrete inputs: one jitted function per plan.
         self._plan_fns = _LRU(cache_size)
+        self._converters: dict[tuple[str, type, Any], Callable[[Any], Any]] = {}
         self._cache_size = cache_size
         self._trace_count = 0
 
@@ -523,7 +536,10 @@ class JaxBackend(Backend):
             kinds = _ARRAYS
             t, e = then, else_
         else:
-            prepared = self._prepare_scalars(then, else_, then_type, else_type)
+            try:
+                prepared = self._prepare_scalars(then, else_, then_type, else_type)
+            except SelectError:
+                prepared = None  # the general path raises it, after the checks it makes first
             if prepared is None:
                 return NotImplemented
             kinds, t, e = prepared
@@ -568,24 +584,65 @@ class JaxBackend(Backend):
 
     def _scalar_arg(self, name: str, value: Any, dtype: Any) -> Any:
         """``value`` checked against ``dtype``; as it is where exact, else a NumPy scalar."""
+        key = (name, type(value), dtype)
+        convert = self._converters.get(key)
+        if convert is None:
+            convert = self._converter(name, type(value), dtype)
+            if len(self._converters) < 1024:
+                self._converters[key] = convert
+        return convert(value)
+
+    def _converter(self, name: str, scalar_type: type, dtype: Any) -> Callable[[Any], Any]:
+        """How a Python scalar of ``scalar_type`` goes into a function for ``dtype``.
+
+        A quick range test accepts what :func:`_scalar_fitting` accepts; anything
+        else goes through it, so that the same error is raised.
+        """
         kind = self.dtype_kind(dtype)
         if kind is None:
-            return value  # the trace raises the general path's error
+            return _identity  # the trace raises the general path's error
         other = "else" if name == "then" else "then"
-        _scalar_fitting(self, name, value, dtype, kind, other)
-        scalar_type = type(value)
+
+        def refuse(value: Any) -> None:
+            _scalar_fitting(self, name, value, dtype, kind, other)
+
+        if kind not in _SCALAR_FITS[scalar_type]:
+            return refuse  # always raises, naming the value
+
         if scalar_type is bool:
-            return value
+            return _identity
+        x64_target = dtype in _DIRECT_X64
+        direct = kind in ("int", "uint") or dtype in _DIRECT_ALWAYS
+        low: float
+        high: float
+        if kind in ("int", "uint"):
+            low, high = self.int_range(dtype)
+        else:
+            limit = self.float_max(dtype)
+            low, high = -limit, limit
+
         if scalar_type is int:
-            if _INT32_MIN <= value <= _INT32_MAX and (
-                kind in ("int", "uint")
-                or dtype in _DIRECT_ALWAYS
-                or (dtype in _DIRECT_X64 and _x64())
-            ):
+
+            def convert_int(value: Any) -> Any:
+                if not low <= value <= high:
+                    refuse(value)
+                if _INT32_MIN <= value <= _INT32_MAX and (direct or (x64_target and _x64())):
+                    return value
+                return _host_scalar(value, dtype)
+
+            return convert_int
+
+        def convert_inexact(value: Any) -> Any:
+            if scalar_type is complex:
+                if not (low <= value.real <= high and low <= value.imag <= high):
+                    refuse(value)
+            elif not low <= value <= high:
+                refuse(value)  # raises unless it is inf or nan
+            if direct or (x64_target and _x64()):
                 return value
-        elif dtype in _DIRECT_ALWAYS or (dtype in _DIRECT_X64 and _x64()):
-            return value
-        return _host_scalar(value, dtype)
+            return _host_scalar(value, dtype)
+
+        return convert_inexact
 
     def _new_fn(self, key: tuple[str, int, str, _Kinds]) -> Callable[..., Any]:
         auto_broadcast, axis, cond_broadcast, (then_kind, else_kind) = key

@@ -645,7 +645,25 @@ def test_errors_match_between_fast_and_general_paths() -> None:
         ((cond, jnp.ones(3), jnp.ones(3)), {"auto_broadcast": "bogus"}),
         ((cond, jnp.ones(3), jnp.ones(3)), {"axis": 1}),
     ]
+    f16 = jnp.ones(3, jnp.float16)
+    c64 = jnp.ones(3, jnp.complex64)
+    i8 = jnp.ones(3, jnp.int8)
+    cases.append(((jnp.ones(3), i8, 0.5), {}))  # the cond error comes first
+    cases.append(((cond, i8, 0.5), {"axis": 2}))  # the option error comes first
+    for value in (1e5, -1e5, 70000, 1j, 1e39 + 0j, complex(0, 1e39), 128, -129, 0.5, True):
+        for target in (f16, c64, i8):
+            cases.append(((cond, target, value), {}))
+            cases.append(((cond, value, target), {}))
     for args, options in cases:
+        try:
+            asel.select(*args, **options)  # some of these are valid
+        except asel.SelectError:
+            pass
+        else:
+            assert _bits(asel.select(*args, **options)) == _bits(
+                _select.select_general(*args, **options)
+            )
+            continue
         with pytest.raises(asel.SelectError) as fast:
             asel.select(*args, **options)
         with pytest.raises(asel.SelectError) as general:

@@ -8,6 +8,7 @@ this runs ``setup`` and each benchmark method once, so a change in
 from __future__ import annotations
 
 import itertools
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -81,3 +82,15 @@ def test_timeraw_code_runs() -> None:
     bench = suite.ImportTime()
     for method in ("timeraw_import_arrayselect", "timeraw_import_and_first_numpy_select"):
         exec(getattr(bench, method)(), {})
+
+
+def test_importing_the_suite_leaves_jax_config_alone() -> None:
+    # asv's forkserver imports every benchmark module into one process: a
+    # global jax_enable_x64 there changed other modules' default dtypes.
+    pytest.importorskip("jax")
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import benchmarks.select, jax; "
+        "assert not jax.config.jax_enable_x64, 'x64 switched on at import'"
+    )
+    root = Path(__file__).resolve().parents[1] / "asv_benchmarks"
+    subprocess.run([sys.executable, "-c", code, str(root)], check=True)

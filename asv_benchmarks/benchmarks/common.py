@@ -71,8 +71,6 @@ jax = _optional("jax")
 jnp = _optional("jax.numpy") if jax is not None else None
 cupy = _optional("cupy")
 da = _optional("dask.array")
-if jax is not None:
-    jax.config.update("jax_enable_x64", True)  # float64 and complex128 cases
 
 BACKENDS = [
     "numpy",
@@ -465,6 +463,12 @@ class JaxTarget(Target):
         self._device()
 
     def put(self, x: np.ndarray) -> Any:
+        if x.dtype.itemsize == 8 or x.dtype.kind == "c":
+            # 64-bit dtypes need x64. Switched on here, in the process asv forks
+            # for this one benchmark, never at import: the forkserver imports
+            # every benchmark module into one process, and a global x64 would
+            # change the default dtypes of other modules' benchmarks.
+            jax.config.update("jax_enable_x64", True)
         return jax.device_put(x, self._device())
 
     def concat(self, parts: list[Any]) -> Any:

@@ -26,6 +26,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import _kernel_harness as kh
 import numpy as np
 import pytest
 from arrayselect.backends import cupy_kernels as ck
@@ -149,52 +150,10 @@ def test_vector_spec_mapping():
 
 # ------------------------------------------------------------------ the C code, run on the CPU
 
-_HARNESS_PRELUDE = """\
-#include <cstddef>
-#include <cstdint>
-namespace thrust {  // stand-in for CuPy's complex: two Ts, copied member-wise
-template <class T> struct alignas(2 * sizeof(T)) complex { T re, im; };
-}
-struct alignas(16) uint4 { unsigned int x, y, z, w; };
-struct cuda_dim3 { unsigned int x, y, z; };
-[[maybe_unused]] static cuda_dim3 blockIdx, threadIdx, blockDim, gridDim;
-#define __global__
-"""
-
-
-def _cxx() -> str:
-    for name in ("g++", "c++", "clang++"):
-        path = shutil.which(name)
-        if path:
-            return path
-    pytest.skip("no C++ compiler (g++, c++ or clang++) to run the kernels' C code on the CPU")
-
-
-def _build(tmp: Path, source: str) -> ctypes.CDLL:
-    src = tmp / "harness.cpp"
-    lib = tmp / "harness.so"
-    src.write_text(source)
-    cmd = [
-        _cxx(),
-        "-std=c++17",
-        "-O1",
-        "-shared",
-        "-fPIC",
-        "-Wall",
-        "-Werror",
-        "-Wno-unknown-pragmas",
-        "-o",
-        str(lib),
-        str(src),
-    ]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stderr}\n--- source ---\n{source}"
-    return ctypes.CDLL(str(lib))
-
 
 def _elementwise_harness() -> str:
     """One C function per spec, running its operation the way CuPy binds the params."""
-    parts = [_HARNESS_PRELUDE]
+    parts = [kh.PRELUDE]
     for cond_size, value_size in itertools.product(ck.COND_RAW_DTYPES, ck.VALUE_RAW_DTYPES):
         spec = ck._elementwise_spec(cond_size, value_size)
         c, v = spec.cond_ctype, spec.value_ctype
@@ -219,11 +178,7 @@ def _elementwise_harness() -> str:
 
 @pytest.fixture(scope="module")
 def elementwise_lib(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
-    return _build(tmp_path_factory.mktemp("elementwise"), _elementwise_harness())
-
-
-def _ptr(a: np.ndarray) -> ctypes.c_void_p:
-    return ctypes.c_void_p(a.ctypes.data)
+    return kh.build(tmp_path_factory.mktemp("elementwise"), _elementwise_harness())
 
 
 @pytest.mark.parametrize("cond_dtype", COND_DTYPES, ids=str)
@@ -244,7 +199,7 @@ def test_elementwise_operation_runs_bit_exact(
     x_raw, y_raw = x.view(spec.value_dtype), y.view(spec.value_dtype)
     z_raw = np.empty_like(x_raw)
     getattr(elementwise_lib, spec.name)(
-        _ptr(c_raw), _ptr(x_raw), _ptr(y_raw), _ptr(z_raw), ctypes.c_longlong(n)
+        kh.ptr(c_raw), kh.ptr(x_raw), kh.ptr(y_raw), kh.ptr(z_raw), ctypes.c_longlong(n)
     )
     expected = np.where(
         cond != 0, x.view(np.uint8).reshape(n, size).T, y.view(np.uint8).reshape(n, size).T
@@ -253,46 +208,16 @@ def test_elementwise_operation_runs_bit_exact(
     # Out aliasing then exactly: each element read before it is written.
     x_copy = x_raw.copy()
     getattr(elementwise_lib, spec.name)(
-        _ptr(c_raw), _ptr(x_copy), _ptr(y_raw), _ptr(x_copy), ctypes.c_longlong(n)
+        kh.ptr(c_raw), kh.ptr(x_copy), kh.ptr(y_raw), kh.ptr(x_copy), ctypes.c_longlong(n)
     )
     np.testing.assert_array_equal(x_copy.view(np.uint8), z_raw.view(np.uint8))
 
 
-def _vector_harness() -> str:
-    parts = [_HARNESS_PRELUDE]
-    for value_size in (1, 2, 4, 8):
-        spec = ck.vector_spec(1, value_size)
-        assert spec is not None
-        cw = spec.cond_word_ctype
-        parts.append(spec.source)
-        parts.append(
-            textwrap.dedent(f"""
-            static_assert(sizeof({cw}) == {spec.lanes}, "cond word size");
-            static_assert(sizeof({spec.value_ctype}) == {value_size}, "value size");
-            extern "C" void run_{spec.name}(const {cw}* c, const uint4* x, const uint4* y,
-                                             uint4* z, long long n, unsigned grid,
-                                             unsigned block) {{
-                gridDim.x = grid; blockDim.x = block;
-                for (unsigned b = 0; b < grid; ++b)
-                    for (unsigned t = 0; t < block; ++t) {{
-                        blockIdx.x = b; threadIdx.x = t;
-                        {spec.name}(c, x, y, z, n);
-                    }}
-            }}
-            """)
-        )
-    return "\n".join(parts)
-
-
 @pytest.fixture(scope="module")
 def vector_lib(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
-    return _build(tmp_path_factory.mktemp("vector"), _vector_harness())
-
-
-def _aligned_empty(n: int, dtype: np.dtype[Any], align: int = 64) -> np.ndarray:
-    buf = np.empty(n * dtype.itemsize + align, np.uint8)
-    offset = (-buf.ctypes.data) % align
-    return buf[offset : offset + n * dtype.itemsize].view(dtype)
+    specs = [ck.vector_spec(1, v) for v in (1, 2, 4, 8)]
+    harness = kh.vector_harness([s for s in specs if s is not None])
+    return kh.build(tmp_path_factory.mktemp("vector"), harness)
 
 
 @pytest.mark.parametrize("value_size", [1, 2, 4, 8])
@@ -306,19 +231,19 @@ def test_vector_kernel_runs_bit_exact(
     raw = np.dtype(ck.VALUE_RAW_DTYPES[value_size])
     grid, block = ck.vector_launch(n, spec.lanes, sm_count=2) if launch == "derived" else launch
     for cond_name in ("bool", "int8", "uint8"):
-        cond = _aligned_empty(n, np.dtype(cond_name))
+        cond = kh.aligned_empty(n, np.dtype(cond_name))
         cond[...] = _conds(n, np.dtype(cond_name))
-        x, y, z = (_aligned_empty(n, raw) for _ in range(3))
+        x, y, z = (kh.aligned_empty(n, raw) for _ in range(3))
         x[...] = _random_bits(n, value_size).view(raw).reshape(n)
         y[...] = _random_bits(n, value_size).view(raw).reshape(n)
         z[...] = 0
         run = getattr(vector_lib, f"run_{spec.name}")
         args = (ctypes.c_longlong(n), ctypes.c_uint(grid), ctypes.c_uint(block))
-        run(_ptr(cond), _ptr(x), _ptr(y), _ptr(z), *args)
+        run(kh.ptr(cond), kh.ptr(x), kh.ptr(y), kh.ptr(z), *args)
         expected = np.where(cond.view(np.uint8) != 0, x, y)
         np.testing.assert_array_equal(z, expected)
         # out aliasing else exactly
-        run(_ptr(cond), _ptr(x), _ptr(y), _ptr(y), *args)
+        run(kh.ptr(cond), kh.ptr(x), kh.ptr(y), kh.ptr(y), *args)
         np.testing.assert_array_equal(y, expected)
 
 
@@ -525,10 +450,10 @@ def test_overlap_kinds():
 def _eligible_set(n: int, value: str = "float32", cond: str = "bool") -> dict[str, np.ndarray]:
     dtype = np.dtype(value)
     return {
-        "cond": _aligned_empty(n, np.dtype(cond)),
-        "then": _aligned_empty(n, dtype),
-        "else_": _aligned_empty(n, dtype),
-        "out": _aligned_empty(n, dtype),
+        "cond": kh.aligned_empty(n, np.dtype(cond)),
+        "then": kh.aligned_empty(n, dtype),
+        "else_": kh.aligned_empty(n, dtype),
+        "out": kh.aligned_empty(n, dtype),
     }
 
 
@@ -554,18 +479,18 @@ def test_vector_eligibility():
     assert _eligible(two_d) is not None
     assert _eligible(two_d | {"then": two_d["then"].T}) is None  # transposed
     assert _eligible(two_d | {"cond": two_d["cond"][:1]}) is None  # broadcast cond
-    big = _aligned_empty(2 * n, np.dtype("float32"))
+    big = kh.aligned_empty(2 * n, np.dtype("float32"))
     assert _eligible(arrays | {"else_": big[::2]}) is None  # strided
     # Alignment
-    shifted = _aligned_empty(n + 4, np.dtype("float32"))[1 : n + 1]
+    shifted = kh.aligned_empty(n + 4, np.dtype("float32"))[1 : n + 1]
     assert _eligible(arrays | {"then": shifted}) is None
     assert _eligible(arrays | {"out": shifted}) is None
-    cond_shift = _aligned_empty(n + 4, np.dtype(bool))
+    cond_shift = kh.aligned_empty(n + 4, np.dtype(bool))
     assert _eligible(arrays | {"cond": cond_shift[4 : n + 4]}) is not None  # 4-aligned: ok
     assert _eligible(arrays | {"cond": cond_shift[2 : n + 2]}) is None
     # Overlap: exact aliasing is fine, partial is not
     assert _eligible(arrays | {"out": arrays["then"]}) is not None
-    overlapping = _aligned_empty(n + 4, np.dtype("float32"))
+    overlapping = kh.aligned_empty(n + 4, np.dtype("float32"))
     assert _eligible(arrays | {"then": overlapping[:n], "out": overlapping[4 : n + 4]}) is None
 
 

@@ -18,6 +18,7 @@ from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import _fake_cupy
+import arrayselect.backends
 import numpy as np
 import pytest
 from arrayselect.backends import cupy_kernels as ck
@@ -26,7 +27,8 @@ from arrayselect.backends._fastpath import CachedFastPath
 import arrayselect as asel
 from arrayselect import _registry, _select
 
-ROOT = Path(__file__).resolve().parents[1]
+# The backend modules, wherever the package was installed from.
+BACKENDS = Path(arrayselect.backends.__file__).resolve().parent
 RNG = np.random.default_rng(7)
 DTYPES = [
     "bool",
@@ -61,7 +63,7 @@ def emu(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
     sys.modules["cupy"] = fake
     try:
         spec = importlib.util.spec_from_file_location(
-            "arrayselect.backends._cupy_backend_emulated", ROOT / "backends" / "cupy_backend.py"
+            "arrayselect.backends._cupy_backend_emulated", BACKENDS / "cupy_backend.py"
         )
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)

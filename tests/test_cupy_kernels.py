@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import _kernel_harness as kh
+import arrayselect.backends
 import numpy as np
 import pytest
 from arrayselect.backends import cupy_kernels as ck
@@ -36,7 +37,8 @@ from arrayselect.backends.numpy_backend import NumpyBackend
 import arrayselect as asel
 from arrayselect import _registry
 
-ROOT = Path(__file__).resolve().parents[1]
+# The backend modules, wherever the package was installed from.
+BACKENDS = Path(arrayselect.backends.__file__).resolve().parent
 COND_DTYPES = [np.dtype(n) for n in ("bool", "int8", "int16", "int32", "int64")] + [
     np.dtype(n) for n in ("uint8", "uint16", "uint32", "uint64")
 ]
@@ -653,7 +655,7 @@ def test_fast_path_cache_is_bounded(traced: tuple[_TracingBackend, CachedFastPat
 
 def test_registry_maps_cupy_to_the_backend_factory():
     assert _registry._BUILTIN["cupy"] == "arrayselect.backends.cupy_backend:create"
-    source = (ROOT / "backends" / "cupy_backend.py").read_text()
+    source = (BACKENDS / "cupy_backend.py").read_text()
     assert re.search(r"^def create\(xp: ModuleType\) -> CupyBackend:", source, re.M)
     assert "register_fast_path(cupy.ndarray" in source
 

@@ -18,6 +18,9 @@ back-to-back calls between two CUDA events on the current stream, after warm-up)
   else (1, M)), transposed, step-2 slices, scalar else, uint8 cond; ratio
   arrayselect / ``cupy.where`` (target: <= 1, i.e. never slower; "slower" is
   flagged beyond a 3% noise allowance);
+* small sizes (2**10, 2**16, 2**20 float32): host wall clock per call with a
+  synchronization after each, arrayselect (default and element-wise kernel) vs
+  ``cupy.where``: the launch overhead, and where the 16-byte kernel starts to pay;
 * if JAX sees a GPU: jitted ``arrayselect.select`` vs jitted ``jnp.where`` at
   2**28 float32 (wall clock with ``block_until_ready``).
 
@@ -27,6 +30,7 @@ Without a GPU it prints that nothing was measured and exits with status 2.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import statistics
 import sys
@@ -69,6 +73,22 @@ def time_events(cp: Any, fn: Callable[[], Any], repeat: int, batch: int, warmup:
         end.record(stream)
         end.synchronize()
         samples.append(cp.cuda.get_elapsed_time(start, end) / 1e3 / batch)
+    return float(statistics.median(samples))
+
+
+def time_wall(cp: Any, fn: Callable[[], Any], repeat: int, inner: int = 20) -> float:
+    """Median host seconds per call of ``fn`` followed by a stream synchronization."""
+    stream = cp.cuda.get_current_stream()
+    for _ in range(5):
+        fn()
+    stream.synchronize()
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(inner):
+            fn()
+            stream.synchronize()
+        samples.append((time.perf_counter() - start) / inner)
     return float(statistics.median(samples))
 
 
@@ -249,6 +269,31 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 + ("not slower" if ratio <= NOISE else "SLOWER than cupy.where"),
             )
         )
+
+    # --- small sizes: host wall clock per call (launch overhead), synchronizing each call
+    for log2 in (10, 16, 20):
+        m = 1 << log2
+        sc = cp.random.randint(0, 2, size=m, dtype=cp.uint8).view(cp.bool_)
+        st, se = _bits(cp, (m,), f32), _bits(cp, (m,), f32)
+        timings = {}
+        for impl, fn in (
+            ("arrayselect", functools.partial(asel.select, sc, st, se)),
+            ("cupy.where", functools.partial(cp.where, sc, st, se)),
+        ):
+            timings[impl] = time_wall(cp, fn, rep)
+        saved = plain()
+        try:
+            timings["arrayselect element-wise kernel"] = time_wall(
+                cp, functools.partial(asel.select, sc, st, se), rep
+            )
+        finally:
+            backend.vector_min_size = saved
+        for impl, secs in timings.items():
+            row = dict(name=f"small 2^{log2} float32 same shape, wall clock: {impl}", seconds=secs)
+            if impl != "cupy.where":
+                row["ratio_to_where"] = secs / timings["cupy.where"]
+                row["note"] = "host overhead + kernel, synchronized per call"
+            rows.append(row)
 
     # --- JAX on the GPU
     rows.extend(_jax_rows(args))

@@ -16,6 +16,7 @@ it with NumPy arrays) and needs from the backend only :class:`FastBackend`.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Hashable
 from dataclasses import dataclass
@@ -26,7 +27,6 @@ from arrayselect._backend import Backend, DtypeKind
 from arrayselect._errors import SelectError
 from arrayselect._select import select_general
 from arrayselect._shapes import SelectPlan, check_options, make_plan
-from arrayselect._validate import _scalar_fitting
 
 __all__ = ["CachedFastPath", "FastBackend"]
 
@@ -49,10 +49,28 @@ class FastBackend(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class _ScalarCheck:
-    name: str
-    dtype: Any
+    """The range test of ``_validate._scalar_fitting``, with the dtype's limits cached.
+
+    The scalar's type and the dtype are part of the signature, so the kind already
+    fits; only the value can fail. A failing value goes to the general path, which
+    raises the exact error.
+    """
+
     kind: DtypeKind
-    other: str
+    low: int = 0
+    high: int = 0
+    limit: float = 0.0
+
+    def fits(self, value: Any) -> bool:
+        if self.kind in ("int", "uint"):
+            return bool(self.low <= value <= self.high)
+        if self.kind in ("float", "complex"):
+            parts = (value.real, value.imag) if isinstance(value, complex) else (value,)
+            for part in parts:
+                finite = isinstance(part, int) or math.isfinite(part)
+                if finite and abs(part) > self.limit:
+                    return False
+        return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,13 +199,9 @@ class CachedFastPath:
     def _recheck(self, entry: _Entry, cond: Any, then: Any, else_: Any, out: Any) -> bool:
         """What the signature does not fix: scalar values, devices, ``out``'s layout."""
         backend = self.backend
-        try:
-            for value, check in ((then, entry.then_check), (else_, entry.else_check)):
-                if check is not None:
-                    _scalar_fitting(
-                        backend, check.name, value, check.dtype, check.kind, check.other
-                    )
-        except SelectError:
+        if entry.then_check is not None and not entry.then_check.fits(then):
+            return False
+        if entry.else_check is not None and not entry.else_check.fits(else_):
             return False
         device_of = backend.device_of  # type: ignore[attr-defined]
         device = device_of(cond)
@@ -217,10 +231,15 @@ class CachedFastPath:
         kind = backend.dtype_kind(dtype)
         if kind is None:  # pragma: no cover - the general path has rejected it
             return
-        then_check = None if then_is_array else _ScalarCheck("then", dtype, kind, "else")
-        else_check = (
-            None if type(else_) is self.array_type else _ScalarCheck("else", dtype, kind, "then")
-        )
+        if kind in ("int", "uint"):
+            low, high = backend.int_range(dtype)
+            check = _ScalarCheck(kind, low=low, high=high)
+        elif kind in ("float", "complex"):
+            check = _ScalarCheck(kind, limit=backend.float_max(dtype))
+        else:
+            check = _ScalarCheck(kind)
+        then_check = None if then_is_array else check
+        else_check = None if type(else_) is self.array_type else check
         plan = make_plan(
             tuple(cond.shape),
             tuple(then.shape) if then_is_array else (),

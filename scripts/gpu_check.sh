@@ -46,5 +46,6 @@ bench_rc=$?
 [ "$bench_rc" -le 2 ] || tail -n 30 "$OUT/bench.txt"
 
 # 4. one table
+jax_backend=$($PY -c "import jax; print(jax.default_backend())" 2>/dev/null || echo "not installed")
 $PY scripts/gpu_report.py --junit "$OUT/junit.xml" --bench "$OUT/bench.json" \
-  --test-rc "$test_rc" --bench-rc "$bench_rc"
+  --test-rc "$test_rc" --bench-rc "$bench_rc" --jax-backend "$jax_backend"

@@ -28,10 +28,11 @@ def _tag(name: str) -> str:
     return "-"
 
 
-def test_table(junit: Path) -> tuple[list[str], int]:
-    """Lines of the test table, and how many cupy/jax tests actually ran."""
+def test_table(junit: Path) -> tuple[list[str], dict[str, int]]:
+    """Lines of the test table, and how many cupy / jax tests actually ran."""
+    ran = {"cupy": 0, "jax": 0}
     if not junit.exists():
-        return [f"tests: no JUnit report at {junit} (pytest did not run)"], 0
+        return [f"tests: no JUnit report at {junit} (pytest did not run)"], ran
     counts: dict[tuple[str, str], collections.Counter[str]] = collections.defaultdict(
         collections.Counter
     )
@@ -48,14 +49,14 @@ def test_table(junit: Path) -> tuple[list[str], int]:
         counts[(module, tag)][outcome] += 1
     lines = [f"{'test module':34} {'on':5} {'passed':>7} {'failed':>7} {'error':>6} {'skipped':>8}"]
     lines.append("-" * len(lines[0]))
-    ran = 0
     for (module, tag), c in sorted(counts.items()):
         lines.append(
             f"{module[:34]:34} {tag:5} {c['passed']:>7} {c['failed']:>7} {c['error']:>6} "
             f"{c['skipped']:>8}"
         )
-        if tag != "-" or module == "test_cupy_backend":
-            ran += c["passed"] + c["failed"]
+        library = "cupy" if module == "test_cupy_backend" else tag
+        if library in ran:
+            ran[library] += c["passed"] + c["failed"]
     for reason, n in reasons.most_common(4):
         lines.append(f"  skipped x{n}: {reason}")
     return lines, ran
@@ -107,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bench", type=Path, required=True)
     parser.add_argument("--test-rc", type=int, default=0)
     parser.add_argument("--bench-rc", type=int, default=0)
+    parser.add_argument("--jax-backend", default="unknown", help="jax.default_backend()")
     args = parser.parse_args(argv)
 
     print("\n================ arrayselect GPU check: results ================")
@@ -125,7 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     tests_ok = args.test_rc == 0
     print(
         f"tests: {'PASSED' if tests_ok else f'FAILED (pytest exit {args.test_rc})'}; "
-        f"{ran} cupy/jax tests ran (not skipped)"
+        f"not skipped: {ran['cupy']} on cupy (GPU), {ran['jax']} on jax "
+        f"(JAX default backend: {args.jax_backend})"
     )
     for line in targets(bench):
         print(line)

@@ -29,6 +29,7 @@ __all__ = [
     "check_options",
     "make_plan",
     "normalize_shape",
+    "pdpd_placement",
     "select_shape",
 ]
 
@@ -56,10 +57,16 @@ class SelectPlan:
         For ``cond``, ``then`` and ``else``: the shape to reshape the input to
         before NumPy-rule broadcasting, or ``None`` when the input can be used
         as it is.
+    mode, axis
+        The ``auto_broadcast`` mode and ``axis`` the plan was made for. Backends
+        that cannot reshape (lazy arrays with unknown sizes) place each input's
+        dimensions with :func:`pdpd_placement` instead of using ``aligned``.
     """
 
     out_shape: Shape
     aligned: tuple[Shape | None, Shape | None, Shape | None]
+    mode: str = "numpy"
+    axis: int = -1
 
 
 def _mode_text(mode: str, axis: int, cond_broadcast: str) -> str:
@@ -311,13 +318,68 @@ def make_plan(
     if mode == "pdpd":
         else_aligned = _fit_pdpd("else", else_, then, axis)
         cond_aligned = _fit_pdpd("cond", cond, then, axis)
-        return SelectPlan(then, (cond_aligned, None, else_aligned))
+        return SelectPlan(then, (cond_aligned, None, else_aligned), mode="pdpd", axis=axis)
     text = _mode_text(mode, axis, cond_broadcast)
     values = _broadcast_two("then", then, "else", else_, text)
     if cond_broadcast == "unidirectional":
         return SelectPlan(_cond_one_way(cond, values, text), (None, None, None))
     out = _broadcast_two("cond", cond, "broadcast of then and else", values, text)
     return SelectPlan(out, (None, None, None))
+
+
+def pdpd_placement(name: str, src: Shape, then: Shape, axis: int) -> tuple[int, int]:
+    """Where the dimensions of a pdpd-fitted input go among ``then``'s dimensions.
+
+    For backends that add size-1 dimensions by indexing rather than by
+    reshaping to :attr:`SelectPlan.aligned` (Dask arrays with unknown sizes).
+    Call it only for shapes :func:`make_plan` accepted.
+
+    Parameters
+    ----------
+    name : str
+        ``"cond"`` or ``"else"``, for messages.
+    src, then : tuple of int or None
+        Shape of the fitted input and of ``then``; ``None`` is an unknown size.
+    axis : int
+        The pdpd ``axis`` (``-1`` aligns to the right).
+
+    Returns
+    -------
+    start, kept : int
+        ``src[:kept]`` lines up with ``then``'s dimensions ``start`` to
+        ``start + kept - 1``; the remaining trailing dimensions ``src[kept:]``
+        are size 1 in every valid call (known, or unknown and required to be 1)
+        and are dropped.
+
+    Raises
+    ------
+    SelectShapeError
+        When unknown trailing sizes decide where ``src`` goes: with ``axis=-1``
+        a trailing unknown size of 1 is trimmed, which shifts the other
+        dimensions, and two placements would both be valid.
+    """
+    rank = len(then)
+    valid: list[int] = []
+    for j in _trim_candidates(src):
+        start = rank - j if axis == -1 else axis
+        if _pdpd_mismatch(name, src, src[:j], then, axis, start) is None:
+            valid.append(j)
+    if not valid:  # make_plan raised for these shapes; keep the same error
+        _fit_pdpd(name, src, then, axis)
+        raise AssertionError("unreachable")  # pragma: no cover
+    kept = max(valid)
+    if axis == -1 and any(0 < j < kept for j in valid):
+        others = sorted({rank - j for j in valid if 0 < j < kept})
+        raise SelectShapeError(
+            f"{name} shape {src} has unknown trailing dimensions, so its place among then "
+            f"shape {then} is ambiguous (auto_broadcast='pdpd', axis=-1): trailing sizes of 1 "
+            f"are trimmed, and it starts at dimension {rank - kept} if they are not 1 but at "
+            + " or ".join(str(s) for s in others)
+            + " if they are; pass an explicit axis, or make the sizes known first "
+            "(for Dask: x.compute_chunk_sizes())"
+        )
+    start = rank - kept if axis == -1 else axis
+    return start, kept
 
 
 def select_shape(

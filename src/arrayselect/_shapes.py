@@ -254,6 +254,11 @@ def _trim_candidates(src: Shape) -> list[int]:
         j -= 1
 
 
+def _pdpd_start(rank: int, src: Shape, j: int, axis: int) -> int:
+    """Dimension of ``then`` where ``src`` trimmed to length ``j`` starts."""
+    return rank - j if axis == -1 else axis
+
+
 def _fit_pdpd(name: str, src: Shape, then: Shape, axis: int) -> Shape | None:
     """Fit ``src`` onto ``then`` PaddlePaddle-style; return its aligned shape."""
     rank = len(then)
@@ -266,7 +271,7 @@ def _fit_pdpd(name: str, src: Shape, then: Shape, axis: int) -> Shape | None:
     first_error: SelectShapeError | None = None
     for j in _trim_candidates(src):
         trimmed = src[:j]
-        start = rank - j if axis == -1 else axis
+        start = _pdpd_start(rank, src, j, axis)
         error = _pdpd_mismatch(name, src, trimmed, then, axis, start)
         if error is None:
             aligned = (1,) * start + trimmed + (1,) * (rank - start - j)
@@ -359,27 +364,27 @@ def pdpd_placement(name: str, src: Shape, then: Shape, axis: int) -> tuple[int, 
         dimensions, and two placements would both be valid.
     """
     rank = len(then)
-    valid: list[int] = []
+    starts: dict[int, int] = {}  # valid trimmed length -> where it starts
     for j in _trim_candidates(src):
-        start = rank - j if axis == -1 else axis
+        start = _pdpd_start(rank, src, j, axis)
         if _pdpd_mismatch(name, src, src[:j], then, axis, start) is None:
-            valid.append(j)
-    if not valid:  # make_plan raised for these shapes; keep the same error
+            starts[j] = start
+    if not starts:  # make_plan raised for these shapes; raise the same error
         _fit_pdpd(name, src, then, axis)
         raise AssertionError("unreachable")  # pragma: no cover
-    kept = max(valid)
-    if axis == -1 and any(0 < j < kept for j in valid):
-        others = sorted({rank - j for j in valid if 0 < j < kept})
+    kept = max(starts)
+    # A placement with nothing left (j == 0: every dim is 1) fits anywhere.
+    places = sorted({start for j, start in starts.items() if j > 0})
+    if len(places) > 1:
         raise SelectShapeError(
             f"{name} shape {src} has unknown trailing dimensions, so its place among then "
-            f"shape {then} is ambiguous (auto_broadcast='pdpd', axis=-1): trailing sizes of 1 "
-            f"are trimmed, and it starts at dimension {rank - kept} if they are not 1 but at "
-            + " or ".join(str(s) for s in others)
-            + " if they are; pass an explicit axis, or make the sizes known first "
+            f"shape {then} is ambiguous (auto_broadcast='pdpd', axis={axis}): trailing sizes "
+            "of 1 are trimmed, and it starts at dimension "
+            + " or ".join(str(p) for p in places)
+            + " depending on them; pass an explicit axis, or make the sizes known first "
             "(for Dask: x.compute_chunk_sizes())"
         )
-    start = rank - kept if axis == -1 else axis
-    return start, kept
+    return starts[kept], kept
 
 
 def select_shape(

@@ -14,10 +14,11 @@ from arrayselect._shapes import make_plan, pdpd_placement
         ((3, 4), (2, 3, 4, 5), 1, (1, 2)),
         ((3, 1), (2, 3, 4, 5), 1, (1, 1)),  # the trailing 1 is trimmed and dropped
         ((4, 5), (2, 3, 4, 5), -1, (2, 2)),
-        ((5, 1), (2, 3, 4, 5), -1, (3, 1)),  # trimmed: the 1 is dropped
+        ((4, 1), (2, 3, 4, 5), -1, (2, 1)),  # right-aligned untrimmed; the 1 is dropped
         ((), (2, 3), -1, (2, 0)),
         ((3, 1), (2, 3), 1, (1, 1)),  # trimmed: no room for the 1 after axis 1
-        ((3, None), (2, 3), -1, (1, 1)),  # only a size of 1 fits: it is dropped
+        ((3, None), (3, 4), -1, (0, 2)),  # the unknown may be 4: it is kept
+        ((3, None), (2, 3), 1, (1, 1)),  # only a size of 1 fits after axis 1: dropped
         ((None,), (2, 3), -1, (1, 1)),
         ((None, 3), (2, None, 3), -1, (1, 2)),
         ((1, None), (2, 3), -1, (0, 2)),  # if None is 1 all of src is 1: no ambiguity
@@ -34,17 +35,11 @@ def test_placement(
     assert pdpd_placement("cond", src, then, axis) == expected
 
 
-@pytest.mark.parametrize(
-    ("src", "then"),
-    [
-        ((3, None), (2, 3, 3)),  # (3, n) at 1, or (3,) at 2 when n == 1
-        ((None, None), (3, 3)),
-    ],
-)
-def test_ambiguous(src: tuple[int | None, ...], then: tuple[int | None, ...]) -> None:
-    make_plan(src, then, then, "pdpd", -1, "unidirectional")
-    with pytest.raises(SelectShapeError, match="ambiguous"):
-        pdpd_placement("else", src, then, -1)
+def test_unknown_trailing_sizes_do_not_move_the_start() -> None:
+    # (3, n) onto (2, 3, 3): at dimension 1 whether or not n is 1 (the untrimmed rank counts).
+    make_plan((3, None), (2, 3, 3), (), "pdpd", -1, "unidirectional")
+    assert pdpd_placement("cond", (3, None), (2, 3, 3), -1) == (1, 2)
+    assert pdpd_placement("cond", (3, 1), (2, 3, 3), -1) == (1, 1)
 
 
 def test_plan_records_mode_and_axis() -> None:

@@ -254,9 +254,14 @@ def _trim_candidates(src: Shape) -> list[int]:
         j -= 1
 
 
-def _pdpd_start(rank: int, src: Shape, j: int, axis: int) -> int:
-    """Dimension of ``then`` where ``src`` trimmed to length ``j`` starts."""
-    return rank - j if axis == -1 else axis
+def _pdpd_start(rank: int, src: Shape, axis: int) -> int:
+    """Dimension of ``then`` (of rank ``rank``) where the fitted dims of ``src`` start.
+
+    SPEC §3 pdpd: for ``axis=-1`` the start is ``rank(then) - rank(src)`` with the
+    *untrimmed* rank (OpenVINO: "axis = rank(A) - rank(B)"), so trimming trailing
+    1s never moves it.
+    """
+    return rank - len(src) if axis == -1 else axis
 
 
 def _fit_pdpd(name: str, src: Shape, then: Shape, axis: int) -> Shape | None:
@@ -271,7 +276,7 @@ def _fit_pdpd(name: str, src: Shape, then: Shape, axis: int) -> Shape | None:
     first_error: SelectShapeError | None = None
     for j in _trim_candidates(src):
         trimmed = src[:j]
-        start = _pdpd_start(rank, src, j, axis)
+        start = _pdpd_start(rank, src, axis)
         error = _pdpd_mismatch(name, src, trimmed, then, axis, start)
         if error is None:
             aligned = (1,) * start + trimmed + (1,) * (rank - start - j)
@@ -304,6 +309,18 @@ def _pdpd_mismatch(
     return None
 
 
+def _refine_unknowns(then: Shape, aligned: Shape) -> Shape:
+    """``then`` with unknown dims fixed by the known non-1 dims of a fitted input.
+
+    ``aligned`` has ``then``'s rank; a known dim other than 1 there can only
+    fit if ``then`` has that size (pdpd fits one way onto ``then``).
+    """
+    return tuple(
+        da if dt is None and da is not None and da != 1 else dt
+        for dt, da in zip(then, aligned, strict=True)
+    )
+
+
 @functools.lru_cache(maxsize=_PLAN_CACHE_SIZE)
 def make_plan(
     cond: Shape, then: Shape, else_: Shape, mode: str, axis: int, cond_broadcast: str
@@ -322,8 +339,10 @@ def make_plan(
         return SelectPlan(_identical(cond, then, else_), (None, None, None))
     if mode == "pdpd":
         else_aligned = _fit_pdpd("else", else_, then, axis)
-        cond_aligned = _fit_pdpd("cond", cond, then, axis)
-        return SelectPlan(then, (cond_aligned, None, else_aligned), mode="pdpd", axis=axis)
+        out = _refine_unknowns(then, else_ if else_aligned is None else else_aligned)
+        cond_aligned = _fit_pdpd("cond", cond, out, axis)
+        out = _refine_unknowns(out, cond if cond_aligned is None else cond_aligned)
+        return SelectPlan(out, (cond_aligned, None, else_aligned), mode="pdpd", axis=axis)
     text = _mode_text(mode, axis, cond_broadcast)
     values = _broadcast_two("then", then, "else", else_, text)
     if cond_broadcast == "unidirectional":
@@ -337,7 +356,9 @@ def pdpd_placement(name: str, src: Shape, then: Shape, axis: int) -> tuple[int, 
 
     For backends that add size-1 dimensions by indexing rather than by
     reshaping to :attr:`SelectPlan.aligned` (Dask arrays with unknown sizes).
-    Call it only for shapes :func:`make_plan` accepted.
+    Call it only for shapes :func:`make_plan` accepted. The start does not
+    depend on trimming (see :func:`_pdpd_start`), so unknown trailing sizes
+    never make the placement ambiguous.
 
     Parameters
     ----------
@@ -352,39 +373,19 @@ def pdpd_placement(name: str, src: Shape, then: Shape, axis: int) -> tuple[int, 
     -------
     start, kept : int
         ``src[:kept]`` lines up with ``then``'s dimensions ``start`` to
-        ``start + kept - 1``; the remaining trailing dimensions ``src[kept:]``
-        are size 1 in every valid call (known, or unknown and required to be 1)
-        and are dropped.
-
-    Raises
-    ------
-    SelectShapeError
-        When unknown trailing sizes decide where ``src`` goes: with ``axis=-1``
-        a trailing unknown size of 1 is trimmed, which shifts the other
-        dimensions, and two placements would both be valid.
+        ``start + kept - 1``. The trailing dimensions ``src[kept:]`` are trimmed:
+        size 1 in every valid call (known, or unknown and required to be 1), so
+        a backend may drop them (checking unknown ones when sizes are known).
+        ``kept`` is the longest fit, so an unknown trailing size is kept where
+        it may be something else than 1.
     """
     rank = len(then)
-    starts: dict[int, int] = {}  # valid trimmed length -> where it starts
-    for j in _trim_candidates(src):
-        start = _pdpd_start(rank, src, j, axis)
+    start = _pdpd_start(rank, src, axis)
+    for j in _trim_candidates(src):  # longest first
         if _pdpd_mismatch(name, src, src[:j], then, axis, start) is None:
-            starts[j] = start
-    if not starts:  # make_plan raised for these shapes; raise the same error
-        _fit_pdpd(name, src, then, axis)
-        raise AssertionError("unreachable")  # pragma: no cover
-    kept = max(starts)
-    # A placement with nothing left (j == 0: every dim is 1) fits anywhere.
-    places = sorted({start for j, start in starts.items() if j > 0})
-    if len(places) > 1:
-        raise SelectShapeError(
-            f"{name} shape {src} has unknown trailing dimensions, so its place among then "
-            f"shape {then} is ambiguous (auto_broadcast='pdpd', axis={axis}): trailing sizes "
-            "of 1 are trimmed, and it starts at dimension "
-            + " or ".join(str(p) for p in places)
-            + " depending on them; pass an explicit axis, or make the sizes known first "
-            "(for Dask: x.compute_chunk_sizes())"
-        )
-    return starts[kept], kept
+            return start, j
+    _fit_pdpd(name, src, then, axis)  # make_plan raised for these shapes: the same error
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def select_shape(
@@ -429,7 +430,7 @@ def select_shape(
     >>> import arrayselect as asel
     >>> asel.select_shape((3, 1, 5), (2, 3, 4, 5), (2, 3, 4, 5))
     (2, 3, 4, 5)
-    >>> asel.select_shape((3, 1), (2, 3, 4, 5), (4, 5), auto_broadcast="pdpd", axis=1)
+    >>> asel.select_shape((3, 1), (2, 3, 4, 5), (3, 4), auto_broadcast="pdpd", axis=1)
     (2, 3, 4, 5)
     >>> asel.select_shape((None, 5), (2, 3, 1, 5), (4, 1))
     (2, 3, 4, 5)

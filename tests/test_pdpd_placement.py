@@ -46,3 +46,8 @@ def test_plan_records_mode_and_axis() -> None:
     plan = make_plan((3,), (2, 3), (3,), "pdpd", 1, "unidirectional")
     assert (plan.mode, plan.axis) == ("pdpd", 1)
     assert make_plan((3,), (2, 3), (3,), "numpy", -1, "unidirectional").mode == "numpy"
+
+
+def test_invalid_shapes_raise_the_plan_error() -> None:
+    with pytest.raises(SelectShapeError, match="dimension 0 of else is 5"):
+        pdpd_placement("else", (5,), (2, 3), -1)

@@ -122,7 +122,6 @@ def main() -> None:
     _report("threads / generated lazily", *_compare(threads, lazy, args.repeats))
     held = dask.persist(*_inputs(n, chunk), scheduler="threads")
     _report("threads / inputs in memory", *_compare(threads, lambda: held, args.repeats))
-    del held
 
     if not args.no_cluster:
         with (

@@ -127,7 +127,11 @@ class DaskBackend(Backend):
         self._dtypes = NumpyBackend()
 
     def dtype_kind(self, dtype: Any) -> DtypeKind | None:
-        return self._dtypes.dtype_kind(np.dtype(dtype))
+        try:
+            numpy_dtype = np.dtype(dtype)
+        except TypeError:  # blocks of a library whose dtypes NumPy does not know
+            return None
+        return self._dtypes.dtype_kind(numpy_dtype)
 
     def shape(self, x: Any) -> Shape:
         # Dask marks unknown sizes with NaN; the shape core uses None.

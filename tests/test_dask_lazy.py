@@ -351,6 +351,28 @@ def test_errors_without_compute(rng: Any) -> None:
             asel.select(x > 0.5, compute(x), x)
 
 
+class _ForeignBlock(np.ndarray):
+    """Stands for the block type of another library (e.g. CuPy) without a GPU."""
+
+
+_ForeignBlock.__module__ = "foreignlib.core"
+
+
+def test_mixed_block_libraries_are_refused_at_call_time() -> None:
+    x = da.ones((6,), chunks=3)
+    foreign = x.map_blocks(lambda b: b.view(_ForeignBlock), meta=np.empty(0).view(_ForeignBlock))
+    with no_compute(), pytest.raises(asel.SelectValueError, match=r"numpy blocks.*foreignlib"):
+        asel.select(x > 0, foreign, foreign)
+
+
+def test_block_dtype_numpy_does_not_know_is_a_type_error() -> None:
+    torch = pytest.importorskip("torch", reason="needs torch for a foreign dtype")
+    x = da.ones((6,), chunks=3)
+    tensors = x.map_blocks(torch.as_tensor, meta=torch.empty(0, dtype=torch.float64))
+    with no_compute(), pytest.raises(SelectTypeError, match="does not support"):
+        asel.select(x > 0, tensors, tensors)
+
+
 def test_blocks_go_through_arrayselect_select(rng: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each block is handed to ``arrayselect.select``, i.e. to its own library's backend."""
     seen: list[str] = []

@@ -12,7 +12,7 @@ arrays that no single buffer holds:
 * **JAX**: the inputs are generated directly as sharded arrays over a 1-d
   device mesh (four CPU devices forced with ``XLA_FLAGS``; GPUs/TPUs work the
   same way); ``select`` keeps the sharding, eagerly and under ``jax.jit``.
-  See ``docs/jax.md`` for what arrayselect guarantees about shardings.
+  See "Devices and sharding" in ``docs/jax.md`` for what arrayselect guarantees.
 
 Run it with ``python examples/scale_out.py`` (10^7 elements by default), or
 smaller: ``python examples/scale_out.py --n 100000``. ``--no-cluster`` skips

@@ -37,6 +37,7 @@ __all__ = [
     "check_options",
     "make_plan",
     "normalize_shape",
+    "pdpd_placement",
     "select_shape",
 ]
 
@@ -64,10 +65,16 @@ class SelectPlan:
         For ``cond``, ``then`` and ``else``: the shape to reshape the input to
         before NumPy-rule broadcasting, or ``None`` when the input can be used
         as it is.
+    mode, axis
+        The ``auto_broadcast`` mode and ``axis`` the plan was made for. Backends
+        that cannot reshape (lazy arrays with unknown sizes) place each input's
+        dimensions with :func:`pdpd_placement` instead of using ``aligned``.
     """
 
     out_shape: Shape
     aligned: tuple[Shape | None, Shape | None, Shape | None]
+    mode: str = "numpy"
+    axis: int = -1
 
 
 def _mode_text(mode: str, axis: int, cond_broadcast: str) -> str:
@@ -295,6 +302,16 @@ def _trim_candidates(src: Shape) -> list[int]:
         j -= 1
 
 
+def _pdpd_start(rank: int, src: Shape, axis: int) -> int:
+    """Dimension of ``then`` (of rank ``rank``) where the fitted dims of ``src`` start.
+
+    SPEC §3 pdpd: for ``axis=-1`` the start is ``rank(then) - rank(src)`` with the
+    *untrimmed* rank (OpenVINO: "axis = rank(A) - rank(B)"), so trimming trailing
+    1s never moves it.
+    """
+    return rank - len(src) if axis == -1 else axis
+
+
 def _fit_pdpd(name: str, src: Shape, then: Shape, axis: int) -> Shape | None:
     """Fit ``src`` onto ``then`` PaddlePaddle-style; return its aligned shape."""
     rank = len(then)
@@ -307,9 +324,7 @@ def _fit_pdpd(name: str, src: Shape, then: Shape, axis: int) -> Shape | None:
     first_error: SelectShapeError | None = None
     for j in _trim_candidates(src):
         trimmed = src[:j]
-        # SPEC §3 pdpd: for axis -1 the start is rank(then) - rank(src), with the
-        # untrimmed rank (OpenVINO: "axis = rank(A) - rank(B)").
-        start = rank - len(src) if axis == -1 else axis
+        start = _pdpd_start(rank, src, axis)
         error = _pdpd_mismatch(name, src, trimmed, then, axis, start)
         if error is None:
             aligned = (1,) * start + trimmed + (1,) * (rank - start - j)
@@ -375,13 +390,50 @@ def make_plan(
         out = _refine_unknowns(then, else_ if else_aligned is None else else_aligned)
         cond_aligned = _fit_pdpd("cond", cond, out, axis)
         out = _refine_unknowns(out, cond if cond_aligned is None else cond_aligned)
-        return SelectPlan(out, (cond_aligned, None, else_aligned))
+        return SelectPlan(out, (cond_aligned, None, else_aligned), mode="pdpd", axis=axis)
     text = _mode_text(mode, axis, cond_broadcast)
     values = _broadcast_two("then", then, "else", else_, text)
     if cond_broadcast == "unidirectional":
         return SelectPlan(_cond_one_way(cond, values, text), (None, None, None))
     out = _broadcast_two("cond", cond, "broadcast of then and else", values, text)
     return SelectPlan(out, (None, None, None))
+
+
+def pdpd_placement(name: str, src: Shape, then: Shape, axis: int) -> tuple[int, int]:
+    """Where the dimensions of a pdpd-fitted input go among ``then``'s dimensions.
+
+    For backends that add size-1 dimensions by indexing rather than by
+    reshaping to :attr:`SelectPlan.aligned` (Dask arrays with unknown sizes).
+    Call it only for shapes :func:`make_plan` accepted. The start does not
+    depend on trimming (see :func:`_pdpd_start`), so unknown trailing sizes
+    never make the placement ambiguous.
+
+    Parameters
+    ----------
+    name : str
+        ``"cond"`` or ``"else"``, for messages.
+    src, then : tuple of int or None
+        Shape of the fitted input and of ``then``; ``None`` is an unknown size.
+    axis : int
+        The pdpd ``axis`` (``-1`` aligns to the right).
+
+    Returns
+    -------
+    start, kept : int
+        ``src[:kept]`` lines up with ``then``'s dimensions ``start`` to
+        ``start + kept - 1``. The trailing dimensions ``src[kept:]`` are trimmed:
+        size 1 in every valid call (known, or unknown and required to be 1), so
+        a backend may drop them (checking unknown ones when sizes are known).
+        ``kept`` is the longest fit, so an unknown trailing size is kept where
+        it may be something else than 1.
+    """
+    rank = len(then)
+    start = _pdpd_start(rank, src, axis)
+    for j in _trim_candidates(src):  # longest first
+        if _pdpd_mismatch(name, src, src[:j], then, axis, start) is None:
+            return start, j
+    _fit_pdpd(name, src, then, axis)  # make_plan raised for these shapes: the same error
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def select_shape(

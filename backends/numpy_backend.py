@@ -2,7 +2,11 @@
 
 Besides NumPy's own dtypes it handles the ``ml_dtypes`` extension dtypes
 (bfloat16, the float8 family, int4, ...), which NumPy's dtype queries do not
-classify.
+classify. Every select runs through the compiled kernel
+(:mod:`arrayselect.backends.numpy_kernel`), never ``np.where``; calls whose
+``cond`` is exactly an ``np.ndarray`` take the lean path of
+:mod:`arrayselect.backends.numpy_fast`, registered when this module is imported
+(which ``import arrayselect`` does).
 """
 
 from __future__ import annotations
@@ -13,12 +17,13 @@ from typing import Any
 import numpy as np
 
 from arrayselect._backend import DtypeKind
-from arrayselect._errors import SelectValueError
+from arrayselect._errors import ScalarOverflowError, SelectValueError
 from arrayselect._shapes import SelectPlan, Shape
 
+from .numpy_kernel import kernel_select
 from .portable import PortableBackend
 
-__all__ = ["NumpyBackend", "create"]
+__all__ = ["BACKEND", "NumpyBackend", "create"]
 
 _NUMPY_KINDS: dict[str, DtypeKind] = {
     "b": "bool",
@@ -27,6 +32,15 @@ _NUMPY_KINDS: dict[str, DtypeKind] = {
     "f": "float",
     "c": "complex",
 }
+
+
+_DEFAULT_DTYPES: dict[type, np.dtype[Any]] = {
+    bool: np.dtype(np.bool_),
+    int: np.dtype(np.int64),
+    float: np.dtype(np.float64),
+    complex: np.dtype(np.complex128),
+}
+_INT64_MIN, _INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
 
 
 def _ml_dtypes_info(kind: str, dtype: np.dtype[Any]) -> Any:
@@ -86,6 +100,15 @@ class NumpyBackend(PortableBackend):
         return float(np.finfo(dtype).max)
 
     def scalar_array(self, value: bool | int | float | complex, dtype: Any, like: Any) -> Any:
+        if dtype is None:
+            # Two scalars: NumPy's default dtype for the kind (an int that does not
+            # fit int64 is an error, not an object or uint64 array).
+            dtype = _DEFAULT_DTYPES[type(value)]
+            if type(value) is int and not _INT64_MIN <= value <= _INT64_MAX:
+                raise ScalarOverflowError(
+                    f"then and else are Python ints and take NumPy's default dtype int64, "
+                    f"but {value!r} is out of its range [{_INT64_MIN}, {_INT64_MAX}]"
+                )
         return np.asarray(value, dtype=dtype)
 
     def check_devices(self, named: list[tuple[str, Any]]) -> None:
@@ -96,20 +119,39 @@ class NumpyBackend(PortableBackend):
             raise SelectValueError("out is read-only (out.flags.writeable is False)")
 
     def select(self, cond: Any, then: Any, else_: Any, plan: SelectPlan, out: Any) -> Any:
-        cond_shape, then_shape, else_shape = plan.aligned
-        if cond_shape is not None:
-            cond = cond.reshape(cond_shape)
-        if then_shape is not None:
-            then = then.reshape(then_shape)
-        if else_shape is not None:
-            else_ = else_.reshape(else_shape)
-        result = np.where(cond, then, else_)
-        if out is not None:
-            out[...] = result
-            return out
-        return result
+        cond, then, else_ = as_kernel_operands(cond, then, else_)
+        return kernel_select(cond, then, else_, out, plan.out_shape, *plan.aligned)
+
+
+def as_kernel_operands(cond: Any, then: Any, else_: Any) -> tuple[Any, Any, Any]:
+    """NumPy scalars (``np.float32(1)``) as 0-d arrays; a cond of an odd item size as bool.
+
+    The kernel takes ``np.ndarray`` operands and conds of 1, 2, 4 or 8 bytes.
+    """
+    if type(cond) is not np.ndarray:
+        cond = np.asarray(cond)
+    if cond.itemsize not in (1, 2, 4, 8):
+        cond = cond != 0
+    if type(then) is not np.ndarray:
+        then = np.asarray(then)
+    if type(else_) is not np.ndarray:
+        else_ = np.asarray(else_)
+    return cond, then, else_
+
+
+#: The one NumPy backend: the registry's factory and the fast path share it.
+BACKEND = NumpyBackend()
 
 
 def create(xp: ModuleType) -> NumpyBackend:
     """Entry-point factory: the NumPy backend (``xp`` is not needed)."""
-    return NumpyBackend()
+    return BACKEND
+
+
+def _install_fast_path() -> None:
+    from .numpy_fast import install
+
+    install(BACKEND)
+
+
+_install_fast_path()

@@ -43,6 +43,7 @@ class PortableBackend(Backend):
     def __init__(self, xp: ModuleType) -> None:
         self.xp = xp
         library = _library(xp)
+        self.library = library
         self.name = f"portable[{library}]"
         self.supports_out = library in _MUTABLE
         self.out_refusal = (
@@ -71,7 +72,9 @@ class PortableBackend(Backend):
         return float(self.xp.finfo(dtype).max)
 
     def scalar_array(self, value: bool | int | float | complex, dtype: Any, like: Any) -> Any:
-        return self.xp.asarray(value, dtype=dtype, device=compat.device(like))
+        # A NumPy ``like`` that joined JAX arrays has no device of this library.
+        foreign = self.library != "numpy" and compat.is_numpy_array(like)
+        return self.xp.asarray(value, dtype=dtype, device=None if foreign else compat.device(like))
 
     def check_devices(self, named: list[tuple[str, Any]]) -> None:
         first_name, first = named[0]
@@ -83,6 +86,11 @@ class PortableBackend(Backend):
                     f"inputs must be on one device, but {first_name} is on {first_device} and "
                     f"{name} is on {device}; move them explicitly (no implicit transfer happens)"
                 )
+
+    def check_out(self, out: Any) -> None:
+        # The standard cannot ask whether an array is writable; NumPy-like flags can.
+        if getattr(getattr(out, "flags", None), "writeable", True) is False:
+            raise SelectValueError("out is read-only (out.flags.writeable is False)")
 
     def select(self, cond: Any, then: Any, else_: Any, plan: SelectPlan, out: Any) -> Any:
         xp = self.xp

@@ -183,6 +183,8 @@ def resolve(
     if len(libraries) > 1:
         if set(libraries) == {"numpy", "jax"}:
             libraries = {"jax": libraries["jax"]}
+            # NumPy arrays are host data JAX takes as it is: no device to compare.
+            named = [(name, x) for name, x in named if not compat.is_numpy_array(x)]
         else:
             listing = ", ".join(f"{name} is {_describe(x)}" for name, x in named)
             raise SelectTypeError(

@@ -45,13 +45,17 @@ class Example:
     expected: Any  # a nested list of values, a shape tuple, or SelectShapeError
 
 
-def _shape_example(source: str, cond: tuple[int, ...], out: tuple[int, ...], **opts: Any) -> Example:
+def _shape_example(
+    source: str, cond: tuple[int, ...], out: tuple[int, ...], **opts: Any
+) -> Example:
     then_shape = opts.pop("then", out)
     else_shape = opts.pop("else_", out)
     return Example(source, ("mask", cond), ("ones", then_shape), ("zeros", else_shape), opts, out)
 
 
-def _error_example(source: str, cond: tuple[int, ...], then: tuple[int, ...], **opts: Any) -> Example:
+def _error_example(
+    source: str, cond: tuple[int, ...], then: tuple[int, ...], **opts: Any
+) -> Example:
     else_shape = opts.pop("else_", then)
     return Example(
         source, ("mask", cond), ("ones", then), ("zeros", else_shape), opts, SelectShapeError
@@ -169,7 +173,7 @@ def _namespace(module: str) -> ModuleType | None:
         if module in ("torch", "dask.array"):
             import array_api_compat
 
-            return array_api_compat.array_namespace(mod.asarray([0]))  # type: ignore[no-any-return]
+            return array_api_compat.array_namespace(mod.asarray([0]))
         return mod
     except Exception:
         return None

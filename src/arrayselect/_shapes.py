@@ -38,6 +38,10 @@ Shape = tuple[Dim, ...]
 MODES: Final = ("none", "numpy", "pdpd")
 COND_BROADCASTS: Final = ("unidirectional", "multidirectional")
 _PLAN_CACHE_SIZE: Final = 4096
+_ENLARGE_HINT: Final = (
+    "; cond may not enlarge the output unless cond_broadcast='multidirectional' "
+    "(numpy.where behaviour)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,7 +181,7 @@ def _cond_one_way(cond: Shape, target: Shape, mode_text: str) -> Shape:
         raise SelectShapeError(
             f"cond shape {cond} cannot be broadcast one way onto {target} ({mode_text}): "
             f"cond has rank {len(cond)}, more than the {len(target)} of the broadcast of "
-            "then and else"
+            f"then and else{_ENLARGE_HINT}"
         )
     out = list(target)
     offset = len(target) - len(cond)
@@ -190,7 +194,8 @@ def _cond_one_way(cond: Shape, target: Shape, mode_text: str) -> Shape:
             continue
         raise SelectShapeError(
             f"cond shape {cond} cannot be broadcast one way onto {target} ({mode_text}): "
-            f"dimension {i - len(cond)} is {dc}, expected {dt} or 1"
+            f"dimension {i - len(cond)} is {dc}, expected "
+            + ("1" + _ENLARGE_HINT if dt == 1 else f"{dt} or 1")
         )
     return tuple(out)
 
@@ -254,7 +259,9 @@ def _fit_pdpd(name: str, src: Shape, then: Shape, axis: int) -> Shape | None:
     first_error: SelectShapeError | None = None
     for j in _trim_candidates(src):
         trimmed = src[:j]
-        start = rank - j if axis == -1 else axis
+        # SPEC §3 pdpd: for axis -1 the start is rank(then) - rank(src), with the
+        # untrimmed rank (OpenVINO: "axis = rank(A) - rank(B)").
+        start = rank - len(src) if axis == -1 else axis
         error = _pdpd_mismatch(name, src, trimmed, then, axis, start)
         if error is None:
             aligned = (1,) * start + trimmed + (1,) * (rank - start - j)
@@ -287,6 +294,18 @@ def _pdpd_mismatch(
     return None
 
 
+def _refine_unknowns(then: Shape, aligned: Shape) -> Shape:
+    """``then`` with unknown dims fixed by the known non-1 dims of a fitted input.
+
+    ``aligned`` has ``then``'s rank; a known dim other than 1 there can only
+    fit if ``then`` has that size (pdpd fits one way onto ``then``).
+    """
+    return tuple(
+        da if dt is None and da is not None and da != 1 else dt
+        for dt, da in zip(then, aligned, strict=True)
+    )
+
+
 @functools.lru_cache(maxsize=_PLAN_CACHE_SIZE)
 def make_plan(
     cond: Shape, then: Shape, else_: Shape, mode: str, axis: int, cond_broadcast: str
@@ -305,8 +324,10 @@ def make_plan(
         return SelectPlan(_identical(cond, then, else_), (None, None, None))
     if mode == "pdpd":
         else_aligned = _fit_pdpd("else", else_, then, axis)
-        cond_aligned = _fit_pdpd("cond", cond, then, axis)
-        return SelectPlan(then, (cond_aligned, None, else_aligned))
+        out = _refine_unknowns(then, else_ if else_aligned is None else else_aligned)
+        cond_aligned = _fit_pdpd("cond", cond, out, axis)
+        out = _refine_unknowns(out, cond if cond_aligned is None else cond_aligned)
+        return SelectPlan(out, (cond_aligned, None, else_aligned))
     text = _mode_text(mode, axis, cond_broadcast)
     values = _broadcast_two("then", then, "else", else_, text)
     if cond_broadcast == "unidirectional":
@@ -357,7 +378,7 @@ def select_shape(
     >>> import arrayselect as asel
     >>> asel.select_shape((3, 1, 5), (2, 3, 4, 5), (2, 3, 4, 5))
     (2, 3, 4, 5)
-    >>> asel.select_shape((3, 1), (2, 3, 4, 5), (4, 5), auto_broadcast="pdpd", axis=1)
+    >>> asel.select_shape((3, 1), (2, 3, 4, 5), (3, 4), auto_broadcast="pdpd", axis=1)
     (2, 3, 4, 5)
     >>> asel.select_shape((None, 5), (2, 3, 1, 5), (4, 1))
     (2, 3, 4, 5)

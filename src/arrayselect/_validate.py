@@ -93,7 +93,12 @@ def materialize_scalars(backend: Backend, cond: Any, then: Any, else_: Any) -> t
                 f"{type(else_).__name__}; Select does not promote, so pass scalars of one type "
                 "or arrays of one dtype"
             )
-        return backend.scalar_array(then, None, cond), backend.scalar_array(else_, None, cond)
+        # Both take the namespace's default dtype for their kind, which must hold them.
+        dtype = backend.scalar_array(type(then)(0), None, cond).dtype
+        kind = _check_value_dtype(backend, "then", dtype)
+        _scalar_fitting(backend, "then", then, dtype, kind, "the namespace default")
+        _scalar_fitting(backend, "else", else_, dtype, kind, "the namespace default")
+        return backend.scalar_array(then, dtype, cond), backend.scalar_array(else_, dtype, cond)
     if then_scalar:
         kind = _check_value_dtype(backend, "else", else_.dtype)
         _scalar_fitting(backend, "then", then, else_.dtype, kind, "else")

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from arrayselect._backend import DtypeKind
-from arrayselect._errors import ScalarOverflowError, SelectValueError
+from arrayselect._errors import SelectValueError
 from arrayselect._shapes import SelectPlan, Shape
 
 from .numpy_kernel import kernel_select
@@ -32,15 +32,6 @@ _NUMPY_KINDS: dict[str, DtypeKind] = {
     "f": "float",
     "c": "complex",
 }
-
-
-_DEFAULT_DTYPES: dict[type, np.dtype[Any]] = {
-    bool: np.dtype(np.bool_),
-    int: np.dtype(np.int64),
-    float: np.dtype(np.float64),
-    complex: np.dtype(np.complex128),
-}
-_INT64_MIN, _INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
 
 
 def _ml_dtypes_info(kind: str, dtype: np.dtype[Any]) -> Any:
@@ -100,15 +91,6 @@ class NumpyBackend(PortableBackend):
         return float(np.finfo(dtype).max)
 
     def scalar_array(self, value: bool | int | float | complex, dtype: Any, like: Any) -> Any:
-        if dtype is None:
-            # Two scalars: NumPy's default dtype for the kind (an int that does not
-            # fit int64 is an error, not an object or uint64 array).
-            dtype = _DEFAULT_DTYPES[type(value)]
-            if type(value) is int and not _INT64_MIN <= value <= _INT64_MAX:
-                raise ScalarOverflowError(
-                    f"then and else are Python ints and take NumPy's default dtype int64, "
-                    f"but {value!r} is out of its range [{_INT64_MIN}, {_INT64_MAX}]"
-                )
         return np.asarray(value, dtype=dtype)
 
     def check_devices(self, named: list[tuple[str, Any]]) -> None:

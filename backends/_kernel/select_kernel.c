@@ -351,6 +351,10 @@ block_loop(npy_intp n, const char *c, npy_intp cs, const char *a, npy_intp as,
 }
 
 enum { SK_CC, SK_SC, SK_CS, SK_SS, SK_IA, SK_IB, SK_ST, SK_NKINDS };
+static const char *const sk_kind_names[SK_NKINDS] = {
+    "contiguous", "contiguous-then-scalar", "contiguous-else-scalar", "contiguous-both-scalar",
+    "in-place-then", "in-place-else", "strided",
+};
 
 /* [value size index][cond size index][kind] */
 static const sk_loop sk_loops[6][4][SK_NKINDS] = {
@@ -395,6 +399,7 @@ typedef struct {
     npy_intp isz;
     npy_intp loop_arg;              /* last argument of the inner loop */
     sk_loop loop;
+    const char *loop_name;          /* for explain() */
 } sk_job;
 
 enum { OP_C = 0, OP_A = 1, OP_B = 2, OP_O = 3 };
@@ -464,8 +469,10 @@ sk_run_range(const sk_job *J, npy_intp start, npy_intp end)
 #endif
 /* Below this many elements the GIL is kept (releasing it costs more than it saves). */
 #define SK_NOGIL_MIN 4096
-/* Each thread gets at least this many elements. */
+/* Work is claimed in chunks of at least this many elements ... */
 #define SK_MIN_CHUNK 16384
+/* ... about this many per thread, so a late or preempted thread costs little. */
+#define SK_CHUNKS_PER_THREAD 4
 #define SK_MAX_THREADS 256
 
 static npy_intp sk_parallel_min = SK_DEFAULT_PARALLEL_MIN;
@@ -474,6 +481,14 @@ static unsigned long long sk_calls = 0, sk_threaded_calls = 0, sk_temp_calls = 0
 
 #if SK_HAVE_THREADS
 
+/*
+ * One job at a time (the `busy` lock; a second concurrent caller runs its job
+ * serially). The output is cut into chunks that the caller and the workers
+ * claim with an atomic counter, so a worker the OS has not scheduled yet costs
+ * nothing: the caller takes its chunks. When the caller runs out of chunks it
+ * closes the job (late workers skip it) and waits only for the workers that
+ * are inside it.
+ */
 typedef struct {
     pthread_mutex_t mu;
     pthread_cond_t work_cv;
@@ -481,21 +496,35 @@ typedef struct {
     pthread_mutex_t busy;      /* held by the thread that owns the pool for one job */
     int nworkers;              /* worker threads started */
     unsigned long generation;  /* bumped for every job */
-    const sk_job *job;
-    int nparts;
+    const sk_job *job;         /* the open job, or NULL */
+    int nparts;                /* workers with id < nparts may join it */
     npy_intp chunk;
-    int pending;               /* workers still running the current job */
+    npy_intp next;             /* next flat index to claim (atomic) */
+    int active;                /* workers inside the open job */
 } sk_pool_t;
 
 static sk_pool_t sk_pool = {
     PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
-    PTHREAD_MUTEX_INITIALIZER, 0, 0, NULL, 0, 0, 0,
+    PTHREAD_MUTEX_INITIALIZER, 0, 0, NULL, 0, 0, 0, 0,
 };
 
 typedef struct {
     int id;                    /* 1 .. nworkers (the caller is part 0) */
     unsigned long seen;        /* the generation when the worker was started */
 } sk_worker_arg;
+
+/* Claim and run chunks of a job until none is left. */
+static void
+sk_drain(const sk_job *J, npy_intp chunk)
+{
+    for (;;) {
+        const npy_intp start = __atomic_fetch_add(&sk_pool.next, chunk, __ATOMIC_RELAXED);
+        if (start >= J->total) {
+            return;
+        }
+        sk_run_range(J, start, J->total - start > chunk ? start + chunk : J->total);
+    }
+}
 
 static void *
 sk_worker(void *arg_)
@@ -510,21 +539,18 @@ sk_worker(void *arg_)
             pthread_cond_wait(&sk_pool.work_cv, &sk_pool.mu);
         }
         seen = sk_pool.generation;
-        if (id >= sk_pool.nparts) {
-            continue;
+        if (sk_pool.job == NULL || id >= sk_pool.nparts) {
+            continue; /* closed already, or not needed */
         }
         const sk_job *job = sk_pool.job;
         const npy_intp chunk = sk_pool.chunk;
+        sk_pool.active++;
         pthread_mutex_unlock(&sk_pool.mu);
 
-        npy_intp start = (npy_intp)id * chunk;
-        npy_intp end = start + chunk < job->total ? start + chunk : job->total;
-        if (start < end) {
-            sk_run_range(job, start, end);
-        }
+        sk_drain(job, chunk);
 
         pthread_mutex_lock(&sk_pool.mu);
-        if (--sk_pool.pending == 0) {
+        if (--sk_pool.active == 0) {
             pthread_cond_signal(&sk_pool.done_cv);
         }
     }
@@ -568,10 +594,12 @@ sk_atfork_child(void)
     sk_pool.nworkers = 0;
     sk_pool.job = NULL;
     sk_pool.nparts = 0;
-    sk_pool.pending = 0;
+    sk_pool.active = 0;
 }
 
-/* Run a job on `parts` threads (the caller included). Returns 0 if it could not. */
+static void sk_mem_atfork_child(void);
+
+/* Run a job on up to `parts` threads (the caller included). Returns 0 if it could not. */
 static int
 sk_run_parallel(const sk_job *J, int parts)
 {
@@ -588,23 +616,29 @@ sk_run_parallel(const sk_job *J, int parts)
         pthread_mutex_unlock(&sk_pool.busy);
         return 0;
     }
-    npy_intp chunk = (J->total + parts - 1) / parts;
-    chunk = (chunk + 63) & ~(npy_intp)63; /* whole cache lines of output, mostly */
+    /* About SK_CHUNKS_PER_THREAD chunks per thread, whole cache lines of output. */
+    npy_intp chunk = (J->total + (npy_intp)parts * SK_CHUNKS_PER_THREAD - 1) /
+                     ((npy_intp)parts * SK_CHUNKS_PER_THREAD);
+    if (chunk < SK_MIN_CHUNK) {
+        chunk = SK_MIN_CHUNK;
+    }
+    chunk = (chunk + 63) & ~(npy_intp)63;
     sk_pool.job = J;
     sk_pool.nparts = parts;
     sk_pool.chunk = chunk;
-    sk_pool.pending = parts - 1;
+    __atomic_store_n(&sk_pool.next, 0, __ATOMIC_RELAXED);
+    sk_pool.active = 0;
     sk_pool.generation++;
     pthread_cond_broadcast(&sk_pool.work_cv);
     pthread_mutex_unlock(&sk_pool.mu);
 
-    sk_run_range(J, 0, chunk < J->total ? chunk : J->total);
+    sk_drain(J, chunk);
 
     pthread_mutex_lock(&sk_pool.mu);
-    while (sk_pool.pending > 0) {
+    sk_pool.job = NULL; /* closed: workers that wake up now skip it */
+    while (sk_pool.active > 0) {
         pthread_cond_wait(&sk_pool.done_cv, &sk_pool.mu);
     }
-    sk_pool.job = NULL;
     pthread_mutex_unlock(&sk_pool.mu);
     pthread_mutex_unlock(&sk_pool.busy);
     return 1;
@@ -651,6 +685,238 @@ sk_execute(const sk_job *J)
     if (threaded) {
         sk_threaded_calls++;
     }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Output memory pool                                                       */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A fresh multi-megabyte output costs a page fault per page (the kernel zeroes
+ * every page before the select writes it): measured on the 2-core VM, about as
+ * long as the select itself at 10^7 float32. Outputs of at least SK_POOL_MIN
+ * bytes are therefore allocated through a NumPy memory handler (NEP 49) whose
+ * free() keeps up to SK_POOL_SLOTS blocks (sk_pool_limit bytes in all) for
+ * reuse by an output of exactly the same size, as a caching allocator does.
+ * New blocks are 2 MiB aligned and advised for transparent huge pages.
+ * ARRAYSELECT_POOL_MB (read by the Python side) sets the limit; 0 disables it.
+ */
+#define SK_POOL_MIN ((size_t)1 << 20)
+#define SK_POOL_SLOTS 8
+#define SK_HUGE ((size_t)2 << 20)
+
+#if !defined(_WIN32)
+#include <sys/mman.h>
+#endif
+
+typedef struct {
+    void *ptr;
+    size_t size;
+} sk_block;
+
+static struct {
+    sk_block blocks[SK_POOL_SLOTS]; /* oldest first */
+    int count;
+    size_t bytes;
+    unsigned long long hits, misses;
+} sk_mem = {{{NULL, 0}}, 0, 0, 0, 0};
+static size_t sk_pool_limit = (size_t)256 << 20;
+static PyObject *sk_handler_capsule = NULL;
+
+#if SK_HAVE_THREADS
+static pthread_mutex_t sk_mem_mu = PTHREAD_MUTEX_INITIALIZER;
+#define SK_MEM_LOCK() pthread_mutex_lock(&sk_mem_mu)
+#define SK_MEM_UNLOCK() pthread_mutex_unlock(&sk_mem_mu)
+#else
+#define SK_MEM_LOCK() ((void)0)
+#define SK_MEM_UNLOCK() ((void)0)
+#endif
+
+#if SK_HAVE_THREADS
+static void
+sk_mem_atfork_child(void)
+{
+    pthread_mutex_init(&sk_mem_mu, NULL);
+}
+#endif
+
+static void *
+sk_fresh_block(size_t size)
+{
+#if !defined(_WIN32)
+    void *p = NULL;
+    if (size >= 2 * SK_HUGE) {
+        if (posix_memalign(&p, SK_HUGE, size) != 0) {
+            return NULL;
+        }
+#ifdef MADV_HUGEPAGE
+        madvise(p, size - size % SK_HUGE, MADV_HUGEPAGE);
+#endif
+        return p;
+    }
+#endif
+    return malloc(size);
+}
+
+static void *
+sk_mem_malloc(void *ctx, size_t size)
+{
+    (void)ctx;
+    if (size >= SK_POOL_MIN) {
+        SK_MEM_LOCK();
+        for (int i = sk_mem.count - 1; i >= 0; i--) {
+            if (sk_mem.blocks[i].size == size) {
+                void *p = sk_mem.blocks[i].ptr;
+                memmove(&sk_mem.blocks[i], &sk_mem.blocks[i + 1],
+                        sizeof(sk_block) * (size_t)(sk_mem.count - i - 1));
+                sk_mem.count--;
+                sk_mem.bytes -= size;
+                sk_mem.hits++;
+                SK_MEM_UNLOCK();
+                return p;
+            }
+        }
+        sk_mem.misses++;
+        SK_MEM_UNLOCK();
+    }
+    return sk_fresh_block(size ? size : 1);
+}
+
+static void *
+sk_mem_calloc(void *ctx, size_t nelem, size_t elsize)
+{
+    (void)ctx;
+    return calloc(nelem, elsize);
+}
+
+static void *
+sk_mem_realloc(void *ctx, void *ptr, size_t new_size)
+{
+    (void)ctx;
+    return realloc(ptr, new_size);
+}
+
+static void
+sk_mem_free(void *ctx, void *ptr, size_t size)
+{
+    (void)ctx;
+    void *evicted[SK_POOL_SLOTS];
+    int nevicted = 0;
+    if (ptr == NULL) {
+        return;
+    }
+    if (size >= SK_POOL_MIN && size <= sk_pool_limit) {
+        SK_MEM_LOCK();
+        /* Make room: drop the oldest blocks until this one fits. */
+        while (sk_mem.count > 0 &&
+               (sk_mem.count == SK_POOL_SLOTS || sk_mem.bytes + size > sk_pool_limit)) {
+            evicted[nevicted++] = sk_mem.blocks[0].ptr;
+            sk_mem.bytes -= sk_mem.blocks[0].size;
+            memmove(&sk_mem.blocks[0], &sk_mem.blocks[1],
+                    sizeof(sk_block) * (size_t)(sk_mem.count - 1));
+            sk_mem.count--;
+        }
+        sk_mem.blocks[sk_mem.count].ptr = ptr;
+        sk_mem.blocks[sk_mem.count].size = size;
+        sk_mem.count++;
+        sk_mem.bytes += size;
+        ptr = NULL;
+        SK_MEM_UNLOCK();
+    }
+    for (int i = 0; i < nevicted; i++) {
+        free(evicted[i]);
+    }
+    free(ptr);
+}
+
+static PyDataMem_Handler sk_mem_handler = {
+    "arrayselect_output_pool",
+    1,
+    {NULL, sk_mem_malloc, sk_mem_calloc, sk_mem_realloc, sk_mem_free},
+};
+
+/* Free every cached block. */
+static void
+sk_pool_release(void)
+{
+    void *blocks[SK_POOL_SLOTS];
+    int n;
+    SK_MEM_LOCK();
+    n = sk_mem.count;
+    for (int i = 0; i < n; i++) {
+        blocks[i] = sk_mem.blocks[i].ptr;
+    }
+    sk_mem.count = 0;
+    sk_mem.bytes = 0;
+    SK_MEM_UNLOCK();
+    for (int i = 0; i < n; i++) {
+        free(blocks[i]);
+    }
+}
+
+/* A new array; large ones through the pool handler. */
+static PyObject *
+sk_alloc_array(PyArray_Descr *descr, int nd, const npy_intp *dims, const npy_intp *strides)
+{
+    npy_intp nbytes = descr->elsize;
+    for (int d = 0; d < nd; d++) {
+        nbytes *= dims[d];
+    }
+    if (sk_pool_limit == 0 || (size_t)nbytes < SK_POOL_MIN || sk_handler_capsule == NULL) {
+        return PyArray_NewFromDescr(&PyArray_Type, descr, nd, dims, (npy_intp *)strides, NULL, 0,
+                                    NULL);
+    }
+    PyObject *old = PyDataMem_SetHandler(sk_handler_capsule);
+    if (old == NULL) {
+        Py_DECREF(descr);
+        return NULL;
+    }
+    PyObject *arr = PyArray_NewFromDescr(&PyArray_Type, descr, nd, dims, (npy_intp *)strides,
+                                         NULL, 0, NULL);
+    PyObject *mine = PyDataMem_SetHandler(old);
+    Py_DECREF(old);
+    if (mine == NULL) {
+        Py_XDECREF(arr);
+        return NULL;
+    }
+    Py_DECREF(mine);
+    return arr;
+}
+
+static PyObject *
+sk_set_pool_limit(PyObject *NPY_UNUSED(self), PyObject *arg)
+{
+    Py_ssize_t n = PyLong_AsSsize_t(arg);
+    if (n == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (n < 0) {
+        PyErr_SetString(PyExc_ValueError, "the pool limit must be >= 0 bytes");
+        return NULL;
+    }
+    SK_MEM_LOCK();
+    sk_pool_limit = (size_t)n;
+    SK_MEM_UNLOCK();
+    sk_pool_release();
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+sk_pool_info(PyObject *NPY_UNUSED(self), PyObject *NPY_UNUSED(args))
+{
+    SK_MEM_LOCK();
+    PyObject *r = Py_BuildValue("{s:n,s:n,s:i,s:K,s:K}", "limit", (Py_ssize_t)sk_pool_limit,
+                                "cached_bytes", (Py_ssize_t)sk_mem.bytes, "cached_blocks",
+                                sk_mem.count, "hits", sk_mem.hits, "misses", sk_mem.misses);
+    SK_MEM_UNLOCK();
+    return r;
+}
+
+static PyObject *
+sk_release_pool(PyObject *NPY_UNUSED(self), PyObject *NPY_UNUSED(args))
+{
+    sk_pool_release();
+    Py_RETURN_NONE;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -874,6 +1140,7 @@ sk_pick_loop(sk_job *J, npy_intp csz, int alias_a, int alias_b, int alias_c)
 
     if (cs == 0) {
         J->loop = block_loop;
+        J->loop_name = "block";
         J->loop_arg = packed;
         return;
     }
@@ -892,6 +1159,7 @@ sk_pick_loop(sk_job *J, npy_intp csz, int alias_a, int alias_b, int alias_c)
     }
     if (vi < 0 || ci < 0 || ci > 3 || (vbits & valign) != 0 || (cbits & calign) != 0) {
         J->loop = generic_loop;
+        J->loop_name = "generic";
         J->loop_arg = packed;
         return;
     }
@@ -900,19 +1168,24 @@ sk_pick_loop(sk_job *J, npy_intp csz, int alias_a, int alias_b, int alias_c)
     const int contig = cs == csz && os == isz && a_ok && b_ok;
     if (contig && !alias_c) {
         if (!alias_a && !alias_b) {
-            J->loop = row[as == 0 ? (bs == 0 ? SK_SS : SK_SC) : (bs == 0 ? SK_CS : SK_CC)];
+            const int kind = as == 0 ? (bs == 0 ? SK_SS : SK_SC) : (bs == 0 ? SK_CS : SK_CC);
+            J->loop = row[kind];
+            J->loop_name = sk_kind_names[kind];
             return;
         }
         if (alias_a && !alias_b && row[SK_IA] != NULL) {
             J->loop = row[SK_IA];
+            J->loop_name = sk_kind_names[SK_IA];
             return;
         }
         if (alias_b && !alias_a && row[SK_IB] != NULL) {
             J->loop = row[SK_IB];
+            J->loop_name = sk_kind_names[SK_IB];
             return;
         }
     }
     J->loop = row[SK_ST];
+    J->loop_name = sk_kind_names[SK_ST];
 }
 
 /*
@@ -995,16 +1268,14 @@ sk_new_output(PyArray_Descr *descr, int nd, const npy_intp *dims,
     }
     Py_INCREF(descr);
     if (c_order) {
-        return (PyArrayObject *)PyArray_NewFromDescr(&PyArray_Type, descr, nd, dims, NULL,
-                                                     NULL, 0, NULL);
+        return (PyArrayObject *)sk_alloc_array(descr, nd, dims, NULL);
     }
     npy_intp s = descr->elsize;
     for (int i = nd - 1; i >= 0; i--) {
         strides[perm[i]] = s;
         s *= dims[perm[i]] > 0 ? dims[perm[i]] : 1;
     }
-    return (PyArrayObject *)PyArray_NewFromDescr(&PyArray_Type, descr, nd, dims, strides, NULL,
-                                                 0, NULL);
+    return (PyArrayObject *)sk_alloc_array(descr, nd, dims, strides);
 }
 
 static int
@@ -1042,9 +1313,40 @@ sk_check_dtypes(PyArray_Descr *descr, PyArray_Descr *cdescr)
  * a buffer). `out_arr` is NULL (allocate, in the inputs' memory order) or an
  * array of the output shape and item size. Returns a new reference.
  */
+/* What explain() reports about a prepared job instead of running it. */
+static PyObject *
+sk_describe(const sk_job *J, int temporary)
+{
+    PyObject *shape = PyTuple_New(J->nd);
+    PyObject *strides = PyTuple_New(4);
+    if (shape == NULL || strides == NULL) {
+        Py_XDECREF(shape);
+        Py_XDECREF(strides);
+        return NULL;
+    }
+    for (int d = 0; d < J->nd; d++) {
+        PyTuple_SET_ITEM(shape, d, PyLong_FromSsize_t(J->shape[d]));
+    }
+    for (int k = 0; k < 4; k++) {
+        PyObject *t = PyTuple_New(J->nd);
+        if (t == NULL) {
+            Py_DECREF(shape);
+            Py_DECREF(strides);
+            return NULL;
+        }
+        for (int d = 0; d < J->nd; d++) {
+            PyTuple_SET_ITEM(t, d, PyLong_FromSsize_t(J->strides[k][d]));
+        }
+        PyTuple_SET_ITEM(strides, k, t);
+    }
+    return Py_BuildValue("{s:N,s:N,s:s,s:i,s:O}", "shape", shape, "strides", strides, "loop",
+                         J->loop_name, "threads", sk_parts_for(J->total), "temporary",
+                         temporary ? Py_True : Py_False);
+}
+
 static PyObject *
 sk_core(PyArray_Descr *descr, npy_intp csz, const sk_layout in[3], char *in_data[3],
-        PyArrayObject *out_arr, int nd, const npy_intp *out_dims)
+        PyArrayObject *out_arr, int nd, const npy_intp *out_dims, int explain)
 {
     static const char *names[3] = {"cond", "then", "else"};
     npy_intp strides[4][SK_MAXDIMS];
@@ -1095,6 +1397,10 @@ sk_core(PyArray_Descr *descr, npy_intp csz, const sk_layout in[3], char *in_data
         Py_INCREF(out);
     }
     if (total == 0) {
+        if (explain) {
+            Py_DECREF(out);
+            return Py_BuildValue("{s:O}", "loop", Py_None);
+        }
         return (PyObject *)out;
     }
     for (int d = 0; d < nd; d++) {
@@ -1116,6 +1422,10 @@ sk_core(PyArray_Descr *descr, npy_intp csz, const sk_layout in[3], char *in_data
     sk_job job;
     if (!need_temp) {
         sk_prepare(&job, nd, out_dims, strides, data, isz, csz, alias[1], alias[2], alias[0]);
+        if (explain) {
+            Py_DECREF(out);
+            return sk_describe(&job, 0);
+        }
         sk_execute(&job);
         return (PyObject *)out;
     }
@@ -1133,6 +1443,11 @@ sk_core(PyArray_Descr *descr, npy_intp csz, const sk_layout in[3], char *in_data
     }
     data[OP_O] = PyArray_BYTES(tmp);
     sk_prepare(&job, nd, out_dims, strides, data, isz, csz, 0, 0, 0);
+    if (explain) {
+        Py_DECREF(tmp);
+        Py_DECREF(out);
+        return sk_describe(&job, 1);
+    }
     sk_execute(&job);
     sk_temp_calls++;
     if (PyArray_CopyInto(out, tmp) < 0) {
@@ -1155,7 +1470,7 @@ bad_out_shape:
  * the loops unsafe.
  */
 static PyObject *
-sk_select(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
+sk_select_impl(PyObject *const *args, Py_ssize_t nargs, int explain)
 {
     static const char *names[3] = {"cond", "then", "else"};
     sk_layout in[3];
@@ -1197,7 +1512,20 @@ sk_select(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
         data[k] = PyArray_BYTES((PyArrayObject *)args[k]);
     }
     return sk_core(descr, PyArray_ITEMSIZE((PyArrayObject *)args[0]), in, data,
-                   args[3] == Py_None ? NULL : (PyArrayObject *)args[3], nd, out_dims);
+                   args[3] == Py_None ? NULL : (PyArrayObject *)args[3], nd, out_dims, explain);
+}
+
+static PyObject *
+sk_select(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
+{
+    return sk_select_impl(args, nargs, 0);
+}
+
+/* explain(...): the arguments of select(); how it would run (nothing is written). */
+static PyObject *
+sk_explain(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
+{
+    return sk_select_impl(args, nargs, 1);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1740,7 +2068,8 @@ sk_fast_select(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t nar
         goto done;
     }
     result = sk_core(descr, PyArray_ITEMSIZE((PyArrayObject *)cond), in, data,
-                     out == Py_None ? NULL : (PyArrayObject *)out, out_shape.nd, out_shape.dims);
+                     out == Py_None ? NULL : (PyArrayObject *)out, out_shape.nd, out_shape.dims,
+                     0);
 done:
     Py_DECREF(descr);
     return result;
@@ -1818,6 +2147,15 @@ static PyMethodDef sk_methods[] = {
      "or the shape to view that input with (size-1 dims inserted); the three broadcast\n"
      "by NumPy rules onto out_shape. out is None (a new array in the inputs' memory\n"
      "order) or an array of out_shape and then's item size. Returns the output."},
+    {"explain", (PyCFunction)(void (*)(void))sk_explain, METH_FASTCALL,
+     "explain(<the arguments of select>): the coalesced iteration shape, strides\n"
+     "(cond, then, else, out), inner loop, thread count and whether a temporary\n"
+     "is needed, without running anything."},
+    {"set_pool_limit", sk_set_pool_limit, METH_O,
+     "Most bytes of freed large outputs kept for reuse (0 disables the pool)."},
+    {"pool_info", sk_pool_info, METH_NOARGS,
+     "The output pool: limit, cached bytes and blocks, hits, misses."},
+    {"release_pool", sk_release_pool, METH_NOARGS, "Free every cached output block."},
     {"set_num_threads", sk_set_num_threads, METH_O, "Set the number of threads (>= 1)."},
     {"get_num_threads", sk_get_num_threads, METH_NOARGS, "The number of threads."},
     {"set_parallel_min", sk_set_parallel_min, METH_O,
@@ -1853,12 +2191,20 @@ PyInit__select_kernel(void)
     static int atfork_done = 0;
     if (!atfork_done) {
         pthread_atfork(NULL, NULL, sk_atfork_child);
+        pthread_atfork(NULL, NULL, sk_mem_atfork_child);
         atfork_done = 1;
     }
 #endif
     PyObject *m = PyModule_Create(&sk_module);
     if (m == NULL) {
         return NULL;
+    }
+    if (sk_handler_capsule == NULL) {
+        sk_handler_capsule = PyCapsule_New(&sk_mem_handler, "mem_handler", NULL);
+        if (sk_handler_capsule == NULL) {
+            Py_DECREF(m);
+            return NULL;
+        }
     }
     if (PyModule_AddIntConstant(m, "HAVE_THREADS", SK_HAVE_THREADS) < 0 ||
         PyModule_AddIntConstant(m, "DEFAULT_PARALLEL_MIN", SK_DEFAULT_PARALLEL_MIN) < 0) {

@@ -85,7 +85,9 @@ def kernel_stats() -> dict[str, int]:
     -------
     dict
         ``calls`` (selects run by the kernel), ``threaded_calls`` (those split
-        across threads) and ``temporary_calls`` (those computed into a temporary
+        across threads), ``backed_off_calls`` (large enough to split, but run on
+        the calling thread because threads recently did not pay: a busy
+        machine) and ``temporary_calls`` (those computed into a temporary
         because ``out`` partially overlapped an input).
     """
     stats: dict[str, int] = _k.stats()

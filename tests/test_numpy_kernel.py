@@ -495,7 +495,8 @@ def test_threaded_equals_single_threaded(case: str) -> None:
     numpy_kernel.set_parallel_threshold(0)
     for threads in (2, 3, 5):
         asel.set_num_threads(threads)
-        before = numpy_kernel.kernel_stats()["threaded_calls"]
+        stats = numpy_kernel.kernel_stats()
+        before = stats["threaded_calls"] + stats["backed_off_calls"]
         if case == "inplace":
             x = a.copy()
             multi = asel.select(c, x, b, out=x)
@@ -503,7 +504,9 @@ def test_threaded_equals_single_threaded(case: str) -> None:
             multi = asel.select(*args)
         assert_bits_equal(multi, bits(single))
         if K.HAVE_THREADS:
-            assert numpy_kernel.kernel_stats()["threaded_calls"] == before + 1
+            # threaded, unless the pool is backing off on a busy machine
+            stats = numpy_kernel.kernel_stats()
+            assert stats["threaded_calls"] + stats["backed_off_calls"] == before + 1
 
 
 def test_concurrent_callers() -> None:

@@ -36,9 +36,11 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #if !defined(_WIN32)
 #include <pthread.h>
+#include <sched.h>
 #define SK_HAVE_THREADS 1
 #else
 #define SK_HAVE_THREADS 0
@@ -473,6 +475,8 @@ sk_run_range(const sk_job *J, npy_intp start, npy_intp end)
 #define SK_MIN_CHUNK 16384
 /* ... about this many per thread, so a late or preempted thread costs little. */
 #define SK_CHUNKS_PER_THREAD 4
+/* sched_yield() rounds the caller spins through before sleeping on the last workers. */
+#define SK_SPIN_YIELDS 20000
 #define SK_MAX_THREADS 256
 
 static npy_intp sk_parallel_min = SK_DEFAULT_PARALLEL_MIN;
@@ -544,13 +548,13 @@ sk_worker(void *arg_)
         }
         const sk_job *job = sk_pool.job;
         const npy_intp chunk = sk_pool.chunk;
-        sk_pool.active++;
+        __atomic_add_fetch(&sk_pool.active, 1, __ATOMIC_RELAXED);
         pthread_mutex_unlock(&sk_pool.mu);
 
         sk_drain(job, chunk);
 
         pthread_mutex_lock(&sk_pool.mu);
-        if (--sk_pool.active == 0) {
+        if (__atomic_sub_fetch(&sk_pool.active, 1, __ATOMIC_RELEASE) == 0) {
             pthread_cond_signal(&sk_pool.done_cv);
         }
     }
@@ -599,6 +603,55 @@ sk_atfork_child(void)
 
 static void sk_mem_atfork_child(void);
 
+static double
+sk_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/*
+ * Back-off when threads do not pay. On an oversubscribed machine a worker can
+ * be preempted inside its chunk, and the caller then waits a scheduler latency
+ * (milliseconds) for it. When the caller waited longer than a third of the
+ * time it spent working, the next `sk_backoff` parallel-sized jobs run on the
+ * calling thread alone (1, 2, 4, ... up to SK_BACKOFF_MAX while it keeps
+ * happening); a job without such a wait resets the back-off. Only the pool
+ * owner (holding `busy`) updates it.
+ */
+#define SK_BACKOFF_MAX 64
+static int sk_backoff = 0, sk_backoff_next = 1, sk_adaptive = 1;
+static unsigned long long sk_backoff_jobs = 0;
+
+static void
+sk_adapt(double worked, double waited)
+{
+    if (sk_adaptive && waited * 3.0 > worked) {
+        __atomic_store_n(&sk_backoff, sk_backoff_next, __ATOMIC_RELAXED);
+        sk_backoff_next = sk_backoff_next < SK_BACKOFF_MAX ? 2 * sk_backoff_next
+                                                           : SK_BACKOFF_MAX;
+    }
+    else {
+        sk_backoff_next = 1;
+    }
+}
+
+/* Whether a parallel-sized job should run serially now (and count it). */
+static int
+sk_backing_off(void)
+{
+    int left = __atomic_load_n(&sk_backoff, __ATOMIC_RELAXED);
+    while (left > 0) {
+        if (__atomic_compare_exchange_n(&sk_backoff, &left, left - 1, 0, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED)) {
+            __atomic_add_fetch(&sk_backoff_jobs, 1, __ATOMIC_RELAXED);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* Run a job on up to `parts` threads (the caller included). Returns 0 if it could not. */
 static int
 sk_run_parallel(const sk_job *J, int parts)
@@ -632,14 +685,31 @@ sk_run_parallel(const sk_job *J, int parts)
     pthread_cond_broadcast(&sk_pool.work_cv);
     pthread_mutex_unlock(&sk_pool.mu);
 
+    const double t0 = sk_now();
     sk_drain(J, chunk);
+    const double t1 = sk_now();
 
     pthread_mutex_lock(&sk_pool.mu);
     sk_pool.job = NULL; /* closed: workers that wake up now skip it */
-    while (sk_pool.active > 0) {
-        pthread_cond_wait(&sk_pool.done_cv, &sk_pool.mu);
+    if (sk_pool.active > 0) {
+        /*
+         * Wait for the workers still inside. Spin (yielding) first: sleeping on
+         * the condition variable gives the core away, and on a busy machine
+         * getting it back costs a scheduler latency (milliseconds), far more
+         * than the rest of a chunk.
+         */
+        pthread_mutex_unlock(&sk_pool.mu);
+        for (long spin = 0; spin < SK_SPIN_YIELDS &&
+                            __atomic_load_n(&sk_pool.active, __ATOMIC_ACQUIRE) > 0; spin++) {
+            sched_yield();
+        }
+        pthread_mutex_lock(&sk_pool.mu);
+        while (sk_pool.active > 0) {
+            pthread_cond_wait(&sk_pool.done_cv, &sk_pool.mu);
+        }
     }
     pthread_mutex_unlock(&sk_pool.mu);
+    sk_adapt(t1 - t0, sk_now() - t1);
     pthread_mutex_unlock(&sk_pool.busy);
     return 1;
 }
@@ -674,7 +744,7 @@ sk_execute(const sk_job *J)
     }
     Py_BEGIN_ALLOW_THREADS
 #if SK_HAVE_THREADS
-    if (parts > 1) {
+    if (parts > 1 && !sk_backing_off()) {
         threaded = sk_run_parallel(J, parts);
     }
 #endif
@@ -2127,6 +2197,21 @@ sk_set_parallel_min(PyObject *NPY_UNUSED(self), PyObject *arg)
 }
 
 static PyObject *
+sk_set_adaptive(PyObject *NPY_UNUSED(self), PyObject *arg)
+{
+    int on = PyObject_IsTrue(arg);
+    if (on < 0) {
+        return NULL;
+    }
+#if SK_HAVE_THREADS
+    sk_adaptive = on;
+    __atomic_store_n(&sk_backoff, 0, __ATOMIC_RELAXED);
+    sk_backoff_next = 1;
+#endif
+    Py_RETURN_NONE;
+}
+
+static PyObject *
 sk_get_parallel_min(PyObject *NPY_UNUSED(self), PyObject *NPY_UNUSED(args))
 {
     return PyLong_FromSsize_t(sk_parallel_min);
@@ -2135,8 +2220,14 @@ sk_get_parallel_min(PyObject *NPY_UNUSED(self), PyObject *NPY_UNUSED(args))
 static PyObject *
 sk_stats(PyObject *NPY_UNUSED(self), PyObject *NPY_UNUSED(args))
 {
-    return Py_BuildValue("{s:K,s:K,s:K}", "calls", sk_calls, "threaded_calls",
-                         sk_threaded_calls, "temporary_calls", sk_temp_calls);
+#if SK_HAVE_THREADS
+    const unsigned long long backoff = sk_backoff_jobs;
+#else
+    const unsigned long long backoff = 0;
+#endif
+    return Py_BuildValue("{s:K,s:K,s:K,s:K}", "calls", sk_calls, "threaded_calls",
+                         sk_threaded_calls, "temporary_calls", sk_temp_calls,
+                         "backed_off_calls", backoff);
 }
 
 static PyMethodDef sk_methods[] = {
@@ -2160,6 +2251,8 @@ static PyMethodDef sk_methods[] = {
     {"get_num_threads", sk_get_num_threads, METH_NOARGS, "The number of threads."},
     {"set_parallel_min", sk_set_parallel_min, METH_O,
      "Set the output size (elements) from which work is split across threads."},
+    {"set_adaptive", sk_set_adaptive, METH_O,
+     "Turn the back-off (serial runs after threads did not pay) on or off."},
     {"get_parallel_min", sk_get_parallel_min, METH_NOARGS,
      "The output size (elements) from which work is split across threads."},
     {"fast_select", (PyCFunction)(void (*)(void))sk_fast_select, METH_FASTCALL,

@@ -22,6 +22,7 @@ Targets (the issue):
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import platform
 import statistics
@@ -32,9 +33,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
+from arrayselect.backends import numpy_kernel
 
 import arrayselect as asel
-from arrayselect.backends import numpy_kernel
 
 N7 = 10**7
 ROWS, COLS = 2500, 4000  # 10^7 output elements for the 2-D patterns
@@ -70,8 +71,8 @@ def copy_bandwidth(repeats: int) -> tuple[float, float]:
         [_median_time(lambda: np.copyto(dst, src), 1) for _ in range(repeats)]
     )
     cores = asel.get_num_threads()
-    bounds = np.linspace(0, N7, cores + 1).astype(int)
-    parts = [(dst[a:b], src[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    bounds = [N7 * i // cores for i in range(cores + 1)]
+    parts = [(dst[a:b], src[a:b]) for a, b in itertools.pairwise(bounds)]
     with ThreadPoolExecutor(cores) as pool:
 
         def threaded() -> None:
@@ -140,12 +141,12 @@ def main() -> None:
     for n in (1, 100):
         c, a, b = mask(n), rng.random(n), rng.random(n)
         number = 2000
-        tw, ts = compare(lambda: np.where(c, a, b), lambda: asel.select(c, a, b), repeats,
-                         number)
+        tw, ts = compare(lambda c=c, a=a, b=b: np.where(c, a, b),
+                         lambda c=c, a=a, b=b: asel.select(c, a, b), repeats, number)
         rows.append((f"call overhead, {n} element{'s' * (n > 1)}", tw, ts,
                      f"select = {ts / tw:.2f}x np.where (target <= 1.5x)", ts <= 1.5 * tw))
-        tw, ts = compare(lambda: np.where(c, a, 0.5), lambda: asel.select(c, a, 0.5), repeats,
-                         number)
+        tw, ts = compare(lambda c=c, a=a: np.where(c, a, 0.5),
+                         lambda c=c, a=a: asel.select(c, a, 0.5), repeats, number)
         rows.append((f"  same, Python scalar else, {n}", tw, ts,
                      f"select = {ts / tw:.2f}x np.where (no target)", True))
 

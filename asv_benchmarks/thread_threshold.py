@@ -17,9 +17,9 @@ import statistics
 import time
 
 import numpy as np
+from arrayselect.backends import _select_kernel, numpy_kernel
 
 import arrayselect as asel
-from arrayselect.backends import _select_kernel, numpy_kernel
 
 
 def main() -> None:

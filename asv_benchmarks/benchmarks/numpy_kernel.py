@@ -14,7 +14,7 @@ prints the ratios; these classes are for tracking them over commits.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -25,7 +25,7 @@ _RNG_SEED = 20240607
 
 def _inputs(pattern: str, n: int, dtype: str) -> tuple[Any, Any, Any]:
     rng = np.random.default_rng(_RNG_SEED)
-    rows = 2500 if n == 10**7 else max(1, int(round(n**0.5)))
+    rows = 2500 if n == 10**7 else max(1, round(n**0.5))
     cols = n // rows
 
     def values(shape: tuple[int, ...]) -> Any:
@@ -50,12 +50,12 @@ def _inputs(pattern: str, n: int, dtype: str) -> tuple[Any, Any, Any]:
 class Patterns:
     """select vs np.where per layout pattern, fresh output."""
 
-    params = (
+    params: ClassVar[tuple[list[Any], ...]] = (
         ["contiguous", "cond_N1", "then_N1_else_1M", "transposed", "step2"],
         [10**6, 10**7],
         ["float32", "float64", "uint8"],
     )
-    param_names = ["pattern", "n", "dtype"]
+    param_names: ClassVar[list[str]] = ["pattern", "n", "dtype"]
     timeout = 300
 
     def setup(self, pattern: str, n: int, dtype: str) -> None:
@@ -72,8 +72,8 @@ class Patterns:
 class Out:
     """select with out= (no allocation) vs np.copyto of the same output size."""
 
-    params = ([10**6, 10**7], ["float32"])
-    param_names = ["n", "dtype"]
+    params: ClassVar[tuple[list[Any], ...]] = ([10**6, 10**7], ["float32"])
+    param_names: ClassVar[list[str]] = ["n", "dtype"]
 
     def setup(self, n: int, dtype: str) -> None:
         self.cond, self.then, self.else_ = _inputs("contiguous", n, dtype)
@@ -93,8 +93,8 @@ class Out:
 class CallOverhead:
     """Whole select() (validation included) vs np.where at tiny sizes."""
 
-    params = ([1, 100], ["arrays", "python_scalar", "out"])
-    param_names = ["n", "kind"]
+    params: ClassVar[tuple[list[Any], ...]] = ([1, 100], ["arrays", "python_scalar", "out"])
+    param_names: ClassVar[list[str]] = ["n", "kind"]
 
     def setup(self, n: int, kind: str) -> None:
         self.cond, self.then, self.else_ = _inputs("contiguous", n, "float64")
@@ -121,8 +121,8 @@ class CallOverhead:
 class Threads:
     """One thread vs every core the process may use, 10^5..10^7 float32."""
 
-    params = ([10**5, 10**6, 10**7], [1, 0])
-    param_names = ["n", "threads (0 = all)"]
+    params: ClassVar[tuple[list[Any], ...]] = ([10**5, 10**6, 10**7], [1, 0])
+    param_names: ClassVar[list[str]] = ["n", "threads (0 = all)"]
 
     def setup(self, n: int, threads: int) -> None:
         self.cond, self.then, self.else_ = _inputs("contiguous", n, "float32")

@@ -930,6 +930,10 @@ sk_alloc_array(PyArray_Descr *descr, int nd, const npy_intp *dims, const npy_int
 {
     npy_intp nbytes = descr->elsize;
     for (int d = 0; d < nd; d++) {
+        if (dims[d] != 0 && nbytes > NPY_MAX_INTP / dims[d]) {
+            nbytes = 0; /* too large: let NumPy report it */
+            break;
+        }
         nbytes *= dims[d];
     }
     if (sk_pool_limit == 0 || (size_t)nbytes < SK_POOL_MIN || sk_handler_capsule == NULL) {

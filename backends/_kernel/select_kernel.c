@@ -40,7 +40,6 @@
 
 #if !defined(_WIN32)
 #include <pthread.h>
-#include <sched.h>
 #define SK_HAVE_THREADS 1
 #else
 #define SK_HAVE_THREADS 0
@@ -475,8 +474,8 @@ sk_run_range(const sk_job *J, npy_intp start, npy_intp end)
 #define SK_MIN_CHUNK 16384
 /* ... about this many per thread, so a late or preempted thread costs little. */
 #define SK_CHUNKS_PER_THREAD 4
-/* sched_yield() rounds the caller spins through before sleeping on the last workers. */
-#define SK_SPIN_YIELDS 20000
+/* How long the caller busy-waits for the last workers before sleeping. */
+#define SK_SPIN_SECONDS 200e-6
 #define SK_MAX_THREADS 256
 
 static npy_intp sk_parallel_min = SK_DEFAULT_PARALLEL_MIN;
@@ -603,6 +602,16 @@ sk_atfork_child(void)
 
 static void sk_mem_atfork_child(void);
 
+static inline void
+sk_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
 static double
 sk_now(void)
 {
@@ -623,10 +632,14 @@ sk_now(void)
 #define SK_BACKOFF_MAX 64
 static int sk_backoff = 0, sk_backoff_next = 1, sk_adaptive = 1;
 static unsigned long long sk_backoff_jobs = 0;
+/* Diagnostics (pool owner only): seconds the caller worked and then waited. */
+static double sk_worked_s = 0.0, sk_waited_s = 0.0;
 
 static void
 sk_adapt(double worked, double waited)
 {
+    sk_worked_s += worked;
+    sk_waited_s += waited;
     if (sk_adaptive && waited * 3.0 > worked) {
         __atomic_store_n(&sk_backoff, sk_backoff_next, __ATOMIC_RELAXED);
         sk_backoff_next = sk_backoff_next < SK_BACKOFF_MAX ? 2 * sk_backoff_next
@@ -693,15 +706,18 @@ sk_run_parallel(const sk_job *J, int parts)
     sk_pool.job = NULL; /* closed: workers that wake up now skip it */
     if (sk_pool.active > 0) {
         /*
-         * Wait for the workers still inside. Spin (yielding) first: sleeping on
-         * the condition variable gives the core away, and on a busy machine
-         * getting it back costs a scheduler latency (milliseconds), far more
-         * than the rest of a chunk.
+         * Wait for the workers still inside. Busy-wait a little first: sleeping
+         * on the condition variable (or sched_yield) gives the core away, and on
+         * a busy machine getting it back costs a scheduler time slice
+         * (milliseconds), far more than the rest of a chunk.
          */
         pthread_mutex_unlock(&sk_pool.mu);
-        for (long spin = 0; spin < SK_SPIN_YIELDS &&
-                            __atomic_load_n(&sk_pool.active, __ATOMIC_ACQUIRE) > 0; spin++) {
-            sched_yield();
+        const double spin_until = t1 + SK_SPIN_SECONDS;
+        for (unsigned spin = 1; __atomic_load_n(&sk_pool.active, __ATOMIC_ACQUIRE) > 0; spin++) {
+            sk_cpu_relax();
+            if ((spin & 255) == 0 && sk_now() > spin_until) {
+                break;
+            }
         }
         pthread_mutex_lock(&sk_pool.mu);
         while (sk_pool.active > 0) {
@@ -2226,12 +2242,15 @@ sk_stats(PyObject *NPY_UNUSED(self), PyObject *NPY_UNUSED(args))
 {
 #if SK_HAVE_THREADS
     const unsigned long long backoff = sk_backoff_jobs;
+    const double worked = sk_worked_s, waited = sk_waited_s;
 #else
     const unsigned long long backoff = 0;
+    const double worked = 0.0, waited = 0.0;
 #endif
-    return Py_BuildValue("{s:K,s:K,s:K,s:K}", "calls", sk_calls, "threaded_calls",
+    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:d,s:d}", "calls", sk_calls, "threaded_calls",
                          sk_threaded_calls, "temporary_calls", sk_temp_calls,
-                         "backed_off_calls", backoff);
+                         "backed_off_calls", backoff, "caller_work_s", worked,
+                         "caller_wait_s", waited);
 }
 
 static PyMethodDef sk_methods[] = {

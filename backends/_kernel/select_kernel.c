@@ -516,16 +516,19 @@ typedef struct {
     unsigned long seen;        /* the generation when the worker was started */
 } sk_worker_arg;
 
-/* Claim and run chunks of a job until none is left. */
-static void
+/* Claim and run chunks of a job until none is left; returns the elements it ran. */
+static npy_intp
 sk_drain(const sk_job *J, npy_intp chunk)
 {
+    npy_intp done = 0;
     for (;;) {
         const npy_intp start = __atomic_fetch_add(&sk_pool.next, chunk, __ATOMIC_RELAXED);
         if (start >= J->total) {
-            return;
+            return done;
         }
-        sk_run_range(J, start, J->total - start > chunk ? start + chunk : J->total);
+        const npy_intp end = J->total - start > chunk ? start + chunk : J->total;
+        sk_run_range(J, start, end);
+        done += end - start;
     }
 }
 
@@ -621,26 +624,30 @@ sk_now(void)
 }
 
 /*
- * Back-off when threads do not pay. On an oversubscribed machine a worker can
- * be preempted inside its chunk, and the caller then waits a scheduler latency
- * (milliseconds) for it. When the caller waited longer than a third of the
- * time it spent working, the next `sk_backoff` parallel-sized jobs run on the
- * calling thread alone (1, 2, 4, ... up to SK_BACKOFF_MAX while it keeps
- * happening); a job without such a wait resets the back-off. Only the pool
- * owner (holding `busy`) updates it.
+ * Back-off when threads do not pay. On an oversubscribed machine the woken
+ * worker can preempt the caller on its own core, or be preempted inside its
+ * chunk while the caller waits: the parallel run then takes longer than the
+ * caller alone would have. After each parallel run the caller compares its
+ * wall time with a serial estimate (its own elements per second over the whole
+ * job); when threads did not win by 10%, the next `sk_backoff` parallel-sized
+ * jobs run on the calling thread alone (1, 2, 4, ... up to SK_BACKOFF_MAX while
+ * it keeps happening); a run that pays resets the back-off. Only the pool owner
+ * (holding `busy`) updates it.
  */
 #define SK_BACKOFF_MAX 64
 static int sk_backoff = 0, sk_backoff_next = 1, sk_adaptive = 1;
 static unsigned long long sk_backoff_jobs = 0;
-/* Diagnostics (pool owner only): seconds the caller worked and then waited. */
-static double sk_worked_s = 0.0, sk_waited_s = 0.0;
+/* Diagnostics (pool owner only): seconds the caller worked, and the runs' wall time. */
+static double sk_worked_s = 0.0, sk_wall_s = 0.0;
 
 static void
-sk_adapt(double worked, double waited)
+sk_adapt(const sk_job *J, npy_intp mine, double worked, double wall)
 {
     sk_worked_s += worked;
-    sk_waited_s += waited;
-    if (sk_adaptive && waited * 3.0 > worked) {
+    sk_wall_s += wall;
+    /* The caller's rate, scaled to the whole job; no work of its own: it did not run. */
+    const int pays = mine > 0 && wall < 0.9 * worked * ((double)J->total / (double)mine);
+    if (sk_adaptive && !pays) {
         __atomic_store_n(&sk_backoff, sk_backoff_next, __ATOMIC_RELAXED);
         sk_backoff_next = sk_backoff_next < SK_BACKOFF_MAX ? 2 * sk_backoff_next
                                                            : SK_BACKOFF_MAX;
@@ -694,12 +701,13 @@ sk_run_parallel(const sk_job *J, int parts)
     sk_pool.chunk = chunk;
     __atomic_store_n(&sk_pool.next, 0, __ATOMIC_RELAXED);
     sk_pool.active = 0;
+    const double t_start = sk_now();
     sk_pool.generation++;
     pthread_cond_broadcast(&sk_pool.work_cv);
     pthread_mutex_unlock(&sk_pool.mu);
 
     const double t0 = sk_now();
-    sk_drain(J, chunk);
+    const npy_intp mine = sk_drain(J, chunk);
     const double t1 = sk_now();
 
     pthread_mutex_lock(&sk_pool.mu);
@@ -725,7 +733,7 @@ sk_run_parallel(const sk_job *J, int parts)
         }
     }
     pthread_mutex_unlock(&sk_pool.mu);
-    sk_adapt(t1 - t0, sk_now() - t1);
+    sk_adapt(J, mine, t1 - t0, sk_now() - t_start);
     pthread_mutex_unlock(&sk_pool.busy);
     return 1;
 }
@@ -2242,15 +2250,15 @@ sk_stats(PyObject *NPY_UNUSED(self), PyObject *NPY_UNUSED(args))
 {
 #if SK_HAVE_THREADS
     const unsigned long long backoff = sk_backoff_jobs;
-    const double worked = sk_worked_s, waited = sk_waited_s;
+    const double worked = sk_worked_s, wall = sk_wall_s;
 #else
     const unsigned long long backoff = 0;
-    const double worked = 0.0, waited = 0.0;
+    const double worked = 0.0, wall = 0.0;
 #endif
     return Py_BuildValue("{s:K,s:K,s:K,s:K,s:d,s:d}", "calls", sk_calls, "threaded_calls",
                          sk_threaded_calls, "temporary_calls", sk_temp_calls,
                          "backed_off_calls", backoff, "caller_work_s", worked,
-                         "caller_wait_s", waited);
+                         "threaded_wall_s", wall);
 }
 
 static PyMethodDef sk_methods[] = {

@@ -2,7 +2,7 @@
 
     python asv_benchmarks/thread_threshold.py [--threads 2] [--repeats 31]
 
-For output sizes from 2^12 to 2^23 float32 elements (random bool cond,
+For output sizes from 2^12 to 2^23 float32 elements in steps of sqrt(2) (random bool cond,
 contiguous, fresh output), times ``arrayselect.select`` on 1 thread and on
 ``--threads`` threads with the parallel threshold forced to 0, alternately,
 and prints the medians, their ratio, and the smallest size from which the
@@ -35,8 +35,8 @@ def main() -> None:
     print(f"{'elements':>10}  {'1 thread':>11}  {args.threads} threads  {'speedup':>8}")
     faster: list[tuple[int, bool]] = []
     try:
-        for exp in range(12, 24):
-            n = 2**exp
+        for half_exp in range(24, 47):
+            n = round(2 ** (half_exp / 2)) // 64 * 64
             c = rng.random(n) < 0.5
             a = rng.random(n, dtype=np.float32)
             b = rng.random(n, dtype=np.float32)

@@ -461,12 +461,20 @@ sk_run_range(const sk_job *J, npy_intp start, npy_intp end)
 
 /*
  * Work is split across threads only when the output has at least this many
- * elements. Measured on a 2-core x86-64 VM (Xeon @ 2.5 GHz, float32, random
- * bool cond, contiguous, fresh output; asv_benchmarks/thread_threshold.py):
- * see SK_DEFAULT_PARALLEL_MIN below for the figures.
+ * elements. Measured with asv_benchmarks/thread_threshold.py (float32, random
+ * bool cond, contiguous, fresh output, 1 vs 2 threads, medians of 31 alternating
+ * runs per size, sizes 2^12..2^23 in sqrt(2) steps) on the 2-core x86-64 KVM
+ * guest (Xeon @ 2.5 GHz), under `nice -n -20` because other jobs kept the load
+ * average at 3.5-5: in 5 runs, 2 threads were slower than 1 at every size from
+ * 32768 to 741440 elements (0.62-0.96x; one run 1.35x at 131072), mixed from
+ * 1M to 3M (0.45-1.63x), and faster from 4194304 to 8388608 in 4 of the 5 runs
+ * (1.03-1.70x; 0.95-0.97x in the fifth). At normal priority (9 runs) 2 threads
+ * paid only at 8388608 elements, in 2 runs. This VM's copy bandwidth barely
+ * grows with a second thread (see kernel_ratios.py), so a memory-bound select
+ * gains little from one; the back-off below protects busy machines.
  */
 #ifndef SK_DEFAULT_PARALLEL_MIN
-#define SK_DEFAULT_PARALLEL_MIN 131072
+#define SK_DEFAULT_PARALLEL_MIN 4194304
 #endif
 /* Below this many elements the GIL is kept (releasing it costs more than it saves). */
 #define SK_NOGIL_MIN 4096

@@ -16,7 +16,7 @@ from arrayselect._backend import DtypeKind
 from arrayselect._errors import SelectValueError
 from arrayselect._shapes import SelectPlan, Shape
 
-from .portable import PortableBackend
+from .portable import PortableBackend, check_no_zero_stride
 
 __all__ = ["NumpyBackend", "create"]
 
@@ -94,6 +94,7 @@ class NumpyBackend(PortableBackend):
     def check_out(self, out: Any) -> None:
         if not out.flags.writeable:
             raise SelectValueError("out is read-only (out.flags.writeable is False)")
+        check_no_zero_stride(out.shape, out.strides)
 
     def select(self, cond: Any, then: Any, else_: Any, plan: SelectPlan, out: Any) -> Any:
         cond_shape, then_shape, else_shape = plan.aligned
@@ -107,6 +108,10 @@ class NumpyBackend(PortableBackend):
         if out is not None:
             out[...] = result
             return out
+        if result.dtype != then.dtype:
+            # Byte-swapped inputs: np.where answers in native order; the output
+            # dtype is the inputs' dtype (a byte swap, bits kept).
+            result = result.astype(then.dtype)
         return result
 
 

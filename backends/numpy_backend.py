@@ -7,12 +7,14 @@ classify.
 
 from __future__ import annotations
 
+import threading
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 
 from arrayselect._backend import DtypeKind
+from arrayselect._caches import register_cache
 from arrayselect._errors import SelectValueError
 from arrayselect._shapes import SelectPlan, Shape
 
@@ -20,6 +22,7 @@ from .portable import PortableBackend, check_no_zero_stride
 
 __all__ = ["NumpyBackend", "create"]
 
+_KINDS_CACHE_SIZE = 256
 _NUMPY_KINDS: dict[str, DtypeKind] = {
     "b": "bool",
     "i": "int",
@@ -58,6 +61,8 @@ class NumpyBackend(PortableBackend):
         self.name = "numpy"
         self.supports_out = True
         self._kinds: dict[np.dtype[Any], DtypeKind | None] = {}
+        self._kinds_lock = threading.Lock()
+        register_cache("numpy_backend.dtype_kind", lambda: (len(self._kinds), _KINDS_CACHE_SIZE))
 
     def dtype_kind(self, dtype: Any) -> DtypeKind | None:
         try:
@@ -65,8 +70,9 @@ class NumpyBackend(PortableBackend):
         except KeyError:
             pass
         kind = _NUMPY_KINDS.get(dtype.kind) or _ml_dtypes_kind(dtype)
-        if len(self._kinds) < 256:  # dtypes are few; bound it anyway
-            self._kinds[dtype] = kind
+        with self._kinds_lock:  # a miss is rare; the lock keeps the bound exact
+            if len(self._kinds) < _KINDS_CACHE_SIZE:  # dtypes are few; bound it anyway
+                self._kinds[dtype] = kind
         return kind
 
     def shape(self, x: Any) -> Shape:

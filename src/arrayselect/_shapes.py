@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from arrayselect._caches import register_cache
 from arrayselect._errors import SelectShapeError, SelectTypeError, SelectValueError
 
 __all__ = [
@@ -347,6 +348,14 @@ def make_plan(
         return SelectPlan(_cond_one_way(cond, values, text), (None, None, None))
     out = _broadcast_two("cond", cond, "broadcast of then and else", values, text)
     return SelectPlan(out, (None, None, None))
+
+
+def _plan_cache_report() -> tuple[int, int]:
+    info = make_plan.cache_info()
+    return info.currsize, _PLAN_CACHE_SIZE
+
+
+register_cache("_shapes.make_plan", _plan_cache_report)
 
 
 def select_shape(

@@ -27,6 +27,7 @@ import numpy as np
 import pytest
 from conftest import (
     ALL_DTYPES,
+    Backend,
     backend_kind,
     dtype_skip_reason,
     from_numpy,
@@ -387,20 +388,15 @@ def test_python_scalar_cond_or_out(xp: ModuleType, value: Any):
 NUMPY_ONLY_DTYPES = ["object", "U3", "S3", "datetime64[s]", "timedelta64[ms]", "i4,f4", "V4"]
 
 
-@pytest.fixture
-def np_xp(xp: ModuleType) -> ModuleType:
-    if backend_kind(xp) != "numpy":
-        pytest.skip("NumPy-only dtypes (object, str, datetime64, structured) exist only in NumPy")
-    return xp
-
-
 def _np_only(dtype: str) -> np.ndarray:
     return np.zeros((2, 3), dtype=dtype)
 
 
+# Object, str, datetime64 and structured dtypes exist only in NumPy.
+@pytest.mark.parametrize("library", [Backend.NUMPY, Backend.NUMPY_PORTABLE], ids=str)
 @pytest.mark.parametrize("dtype", NUMPY_ONLY_DTYPES)
 @pytest.mark.parametrize("position", ["cond", "then", "else", "then+else", "then+scalar", "out"])
-def test_numpy_only_dtypes(np_xp: ModuleType, dtype: str, position: str):
+def test_numpy_only_dtypes(xp: ModuleType, dtype: str, position: str):
     cond, then, else_ = COND_NP.copy(), np.ones((2, 3), np.float32), np.zeros((2, 3), np.float32)
     kwargs: dict[str, Any] = {}
     name = position.partition("+")[0]

@@ -232,7 +232,15 @@ def _oracle_options(opts: dict[str, Any]) -> dict[str, Any]:
 @given(case=shapes_and_options(), data=st.data())
 def test_fuzz_select_shape(case, data):
     shapes, opts = case
-    args = [data.draw(any_shape_arg(s)) for s in shapes]
+    check_select_shape([data.draw(any_shape_arg(s)) for s in shapes], opts)
+
+
+def _no_note(text: str) -> None:
+    return None
+
+
+def check_select_shape(args: list[Any], opts: dict[str, Any], note=event) -> None:
+    """``select_shape(*args, **opts)`` agrees with the contract and the oracle."""
     expected: set[type[Exception]] = set(
         option_errors(
             opts.get("auto_broadcast", "numpy"),
@@ -250,7 +258,7 @@ def test_fuzz_select_shape(case, data):
         raise AssertionError(f"undocumented {type(exc).__name__}: {exc}") from exc
     else:
         error = None
-    event("select_shape: " + ("contract error" if expected else "shape rules"))
+    note("select_shape: " + ("contract error" if expected else "shape rules"))
     if expected:
         assert error is not None, f"no error; contract says {expected}: {args} {opts}"
         assert type(error) in expected, f"{type(error).__name__} not in {expected}: {error}"
@@ -258,7 +266,7 @@ def test_fuzz_select_shape(case, data):
     # Valid arguments: the shape rules decide, over every completion of unknown dims.
     norm = [tuple(None if d is None else int(d) for d in a) for a in args]
     if sum(d is None for s in norm for d in s) > MAX_UNKNOWNS:
-        event("select_shape: too many unknown dims to enumerate")
+        note("select_shape: too many unknown dims to enumerate")
         return
     outcomes = [_oracle_or_none(full, opts) for full in _completions(norm)]
     successes = [o for o in outcomes if o is not None]
@@ -469,7 +477,8 @@ def fuzz_budget(library) -> float:
     return SELECT_WEIGHT.get(str(library), 0.2)
 
 
-def _run_select_case(xp, case):
+def _run_select_case(xp, case, note=event):
+    """``select`` on one generated case agrees with the contract and the oracle."""
     cond, then, else_, out_role, rng, opts = case
     x_cond, x_then, x_else = (_to_lib(xp, v) for v in (cond, then, else_))
     out, out_np = _make_out(xp, out_role, cond, then, else_, opts, rng)
@@ -491,7 +500,7 @@ def _run_select_case(xp, case):
     for x, v in ((x_cond, cond), (x_then, then), (x_else, else_)):
         if isinstance(v, np.ndarray) and not (x is out and error is None):
             assert bits_equal(to_numpy(x), v), "an input was modified"
-    event("select: " + (f"error {sorted(e.__name__ for e in errors)}" if errors else "result"))
+    note("select: " + (f"error {sorted(e.__name__ for e in errors)}" if errors else "result"))
     if errors:
         assert error is not None, f"no error; contract says {errors}"
         assert type(error) in errors, f"{type(error).__name__} not in {errors}: {error}"

@@ -27,7 +27,7 @@ from conftest import to_numpy
 from oracle import bits_equal
 
 import arrayselect as asel
-from arrayselect import _caches, _registry
+from arrayselect import _caches, _registry, _select
 from arrayselect._shapes import make_plan
 
 THREADS = 8
@@ -277,6 +277,7 @@ def test_memory_does_not_grow_with_distinct_shapes():
         _flood_shapes(100_000, 2 * bound, shape_too=False)
         _flood_shapes(200_000, 200, portable=True, shape_too=False)
         containers_before = _backend_containers()
+        registry_before = (len(_registry._backends), len(_select._fast_paths))
         gc.collect()
         before, _ = tracemalloc.get_traced_memory()
         _flood_shapes(300_000, bound + 200, shape_too=False)
@@ -291,5 +292,7 @@ def test_memory_does_not_grow_with_distinct_shapes():
     assert grown < 512 * 1024, f"memory grew by {grown} bytes over {bound + 400} new shapes"
     for name, size in _backend_containers().items():
         assert size <= max(containers_before.get(name, 0), 256), (name, size)
+    # The backend registry and the fast-path table are per library, not per shape.
+    assert (len(_registry._backends), len(_select._fast_paths)) == registry_before
     for name, (size, cache_bound) in _caches.cache_sizes().items():
         assert size <= cache_bound, (name, size, cache_bound)

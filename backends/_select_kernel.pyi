@@ -16,8 +16,14 @@ def select(
     /,
 ) -> Any: ...
 def fast_select(
-    cond: Any, then: Any, else_: Any, auto_broadcast: Any, axis: Any, cond_broadcast: Any,
-    out: Any, /,
+    cond: Any,
+    then: Any,
+    else_: Any,
+    auto_broadcast: Any,
+    axis: Any,
+    cond_broadcast: Any,
+    out: Any,
+    /,
 ) -> Any: ...
 def remember(
     cond: Any,

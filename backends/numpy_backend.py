@@ -11,20 +11,23 @@ classify. Every select runs through the compiled kernel
 
 from __future__ import annotations
 
+import threading
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 
 from arrayselect._backend import DtypeKind
+from arrayselect._caches import register_cache
 from arrayselect._errors import SelectValueError
 from arrayselect._shapes import SelectPlan, Shape
 
 from .numpy_kernel import kernel_select
-from .portable import PortableBackend
+from .portable import PortableBackend, check_no_zero_stride
 
 __all__ = ["BACKEND", "NumpyBackend", "create"]
 
+_KINDS_CACHE_SIZE = 256
 _NUMPY_KINDS: dict[str, DtypeKind] = {
     "b": "bool",
     "i": "int",
@@ -63,6 +66,8 @@ class NumpyBackend(PortableBackend):
         self.name = "numpy"
         self.supports_out = True
         self._kinds: dict[np.dtype[Any], DtypeKind | None] = {}
+        self._kinds_lock = threading.Lock()
+        register_cache("numpy_backend.dtype_kind", lambda: (len(self._kinds), _KINDS_CACHE_SIZE))
 
     def dtype_kind(self, dtype: Any) -> DtypeKind | None:
         try:
@@ -70,8 +75,9 @@ class NumpyBackend(PortableBackend):
         except KeyError:
             pass
         kind = _NUMPY_KINDS.get(dtype.kind) or _ml_dtypes_kind(dtype)
-        if len(self._kinds) < 256:  # dtypes are few; bound it anyway
-            self._kinds[dtype] = kind
+        with self._kinds_lock:  # a miss is rare; the lock keeps the bound exact
+            if len(self._kinds) < _KINDS_CACHE_SIZE:  # dtypes are few; bound it anyway
+                self._kinds[dtype] = kind
         return kind
 
     def shape(self, x: Any) -> Shape:
@@ -99,6 +105,7 @@ class NumpyBackend(PortableBackend):
     def check_out(self, out: Any) -> None:
         if not out.flags.writeable:
             raise SelectValueError("out is read-only (out.flags.writeable is False)")
+        check_no_zero_stride(out.shape, out.strides)
 
     def select(self, cond: Any, then: Any, else_: Any, plan: SelectPlan, out: Any) -> Any:
         cond, then, else_ = as_kernel_operands(cond, then, else_)

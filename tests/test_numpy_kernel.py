@@ -29,20 +29,43 @@ RNG = np.random.default_rng(20240607)
 
 def _dtypes() -> list[np.dtype[Any]]:
     names = [
-        "bool", "int8", "uint8", "int16", "uint16", "float16", "int32", "uint32", "float32",
-        "int64", "uint64", "float64", "complex64", "complex128", "longdouble", "clongdouble",
+        "bool",
+        "int8",
+        "uint8",
+        "int16",
+        "uint16",
+        "float16",
+        "int32",
+        "uint32",
+        "float32",
+        "int64",
+        "uint64",
+        "float64",
+        "complex64",
+        "complex128",
+        "longdouble",
+        "clongdouble",
     ]
     out = [np.dtype(n) for n in names]
-    for name in ("bfloat16", "float8_e4m3fn", "float8_e5m2", "int4", "uint4", "int2",
-                 "float4_e2m1fn"):
+    for name in (
+        "bfloat16",
+        "float8_e4m3fn",
+        "float8_e5m2",
+        "int4",
+        "uint4",
+        "int2",
+        "float4_e2m1fn",
+    ):
         if hasattr(ml_dtypes, name):
             out.append(np.dtype(getattr(ml_dtypes, name)))
     return out
 
 
 DTYPES = _dtypes()
-COND_DTYPES = [np.dtype(n) for n in
-               ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")]
+COND_DTYPES = [
+    np.dtype(n)
+    for n in ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
+]
 
 
 _REAL_WHERE = np.where  # the no_where fixture patches np.where; the oracle keeps this
@@ -67,8 +90,10 @@ def random_cond(shape: tuple[int, ...], dtype: np.dtype[Any] | None = None) -> n
         return RNG.random(shape) < 0.5
     info = np.iinfo(dtype)
     # Zeros, and nonzero values whose low byte is zero (256) or that are negative.
-    choices = np.array([0, 0, 1, info.max, 256 if info.bits > 8 else 2,
-                        info.min if info.min < 0 else 3], dtype=dtype)
+    choices = np.array(
+        [0, 0, 1, info.max, 256 if info.bits > 8 else 2, info.min if info.min < 0 else 3],
+        dtype=dtype,
+    )
     return choices[RNG.integers(0, len(choices), size=shape)]
 
 
@@ -193,15 +218,17 @@ def test_every_dtype_2d_layouts(dtype: np.dtype[Any]) -> None:
 
 
 @pytest.mark.parametrize("cond_dtype", COND_DTYPES, ids=str)
-@pytest.mark.parametrize("dtype", ["uint8", "float16", "float32", "float64", "complex128",
-                                   "clongdouble"])
+@pytest.mark.parametrize(
+    "dtype", ["uint8", "float16", "float32", "float64", "complex128", "clongdouble"]
+)
 def test_integer_conds_nonzero_is_true(cond_dtype: np.dtype[Any], dtype: str) -> None:
     cond = random_cond((257,), cond_dtype)
     then, else_ = random_array((257,), np.dtype(dtype)), random_array((257,), np.dtype(dtype))
     assert_bits_equal(asel.select(cond, then, else_), oracle(cond, then, else_))
     # strided and broadcast conds of every width too
-    assert_bits_equal(asel.select(cond[::-2], then[::2], else_[::2]),
-                      oracle(cond[::-2], then[::2], else_[::2]))
+    assert_bits_equal(
+        asel.select(cond[::-2], then[::2], else_[::2]), oracle(cond[::-2], then[::2], else_[::2])
+    )
 
 
 def test_cond_nonzero_only_in_high_bytes() -> None:
@@ -308,12 +335,29 @@ def test_pdpd_aligned_views() -> None:
 # --------------------------------------------------------------------------
 
 SCALAR_CASES = [
-    (1, "int8"), (-128, "int8"), (127, "int8"), (255, "uint8"), (2**63 - 1, "int64"),
-    (2**64 - 1, "uint64"), (-(2**63), "int64"), (3, "float16"), (65504, "float16"),
-    (2**24 + 1, "float32"), (2**60 + 1, "float64"), (0.1, "float16"), (0.1, "float32"),
-    (-0.0, "float32"), (float("nan"), "float64"), (float("inf"), "float16"),
-    (1e-45, "float32"), (1 + 2j, "complex64"), (0.1 - 0.3j, "complex128"), (True, "bool"),
-    (5, "complex128"), (0.1, "longdouble"), (7, "clongdouble"),
+    (1, "int8"),
+    (-128, "int8"),
+    (127, "int8"),
+    (255, "uint8"),
+    (2**63 - 1, "int64"),
+    (2**64 - 1, "uint64"),
+    (-(2**63), "int64"),
+    (3, "float16"),
+    (65504, "float16"),
+    (2**24 + 1, "float32"),
+    (2**60 + 1, "float64"),
+    (0.1, "float16"),
+    (0.1, "float32"),
+    (-0.0, "float32"),
+    (float("nan"), "float64"),
+    (float("inf"), "float16"),
+    (1e-45, "float32"),
+    (1 + 2j, "complex64"),
+    (0.1 - 0.3j, "complex128"),
+    (True, "bool"),
+    (5, "complex128"),
+    (0.1, "longdouble"),
+    (7, "clongdouble"),
 ]
 
 
@@ -333,8 +377,9 @@ def test_scalar_packing_matches_asarray(value: Any, dtype: str) -> None:
         check(asel.select(cond, other, value)[1:2])
 
 
-@pytest.mark.parametrize(("value", "dtype"), [(0.1, "bfloat16"), (3, "bfloat16"),
-                                               (448.0, "float8_e4m3fn"), (-2, "int4")])
+@pytest.mark.parametrize(
+    ("value", "dtype"), [(0.1, "bfloat16"), (3, "bfloat16"), (448.0, "float8_e4m3fn"), (-2, "int4")]
+)
 def test_scalar_packing_ml_dtypes(value: Any, dtype: str) -> None:
     dt = np.dtype(getattr(ml_dtypes, dtype))
     cond = np.array([True, False])
@@ -372,8 +417,11 @@ def test_out_layouts() -> None:
     c = random_cond((20, 30))
     a, b = random_array((20, 30), np.dtype("f4")), random_array((20, 30), np.dtype("f4"))
     expected = oracle(c, a, b)
-    for out in (np.empty((20, 30), "f4"), np.empty((30, 20), "f4").T,
-                np.empty((40, 60), "f4")[::2, ::-2]):
+    for out in (
+        np.empty((20, 30), "f4"),
+        np.empty((30, 20), "f4").T,
+        np.empty((40, 60), "f4")[::2, ::-2],
+    ):
         result = asel.select(c, a, b, out=out)
         assert result is out
         assert_bits_equal(out, expected)
@@ -439,8 +487,10 @@ def test_out_errors_identical_on_hits() -> None:
     c = random_cond((4,))
     a = np.arange(4.0)
     asel.select(c, a, a, out=np.empty(4))
-    for bad, error in [(np.empty(5), asel.SelectShapeError), (np.empty(4, "f4"),
-                                                              asel.SelectTypeError)]:
+    for bad, error in [
+        (np.empty(5), asel.SelectShapeError),
+        (np.empty(4, "f4"), asel.SelectTypeError),
+    ]:
         with pytest.raises(error) as hit:
             asel.select(c, a, a, out=bad)
         numpy_fast.clear_cache()
@@ -458,8 +508,21 @@ def test_out_errors_identical_on_hits() -> None:
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("case", ["contig", "transposed", "strided", "block", "scalar",
-                                  "broadcast", "inplace", "c16", "generic", "3d"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "contig",
+        "transposed",
+        "strided",
+        "block",
+        "scalar",
+        "broadcast",
+        "inplace",
+        "c16",
+        "generic",
+        "3d",
+    ],
+)
 def test_threaded_equals_single_threaded(case: str) -> None:
     n, m = 517, 389
     c = random_cond((n, m))
@@ -486,8 +549,11 @@ def test_threaded_equals_single_threaded(case: str) -> None:
         args = (c, mis, b)
     elif case == "3d":
         c3 = random_cond((7, 1, 3001))
-        args = (c3, random_array((7, 11, 3001), np.dtype("i2")), random_array((3001,),
-                                                                              np.dtype("i2")))
+        args = (
+            c3,
+            random_array((7, 11, 3001), np.dtype("i2")),
+            random_array((3001,), np.dtype("i2")),
+        )
     else:  # inplace
         args = (c, a, b)
     asel.set_num_threads(1)
@@ -545,8 +611,13 @@ def test_set_num_threads_validation() -> None:
 def _run(code: str, **env: str) -> str:
     full_env = {k: v for k, v in os.environ.items() if k != "ARRAYSELECT_NUM_THREADS"}
     full_env.update(env)
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=full_env,
-                          capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=full_env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return proc.stdout.strip() + proc.stderr.strip()
 
 

@@ -34,6 +34,7 @@ import cupy
 import numpy as np
 
 from arrayselect._backend import Backend, DtypeKind
+from arrayselect._caches import register_cache
 from arrayselect._errors import SelectValueError
 from arrayselect._select import register_fast_path
 from arrayselect._shapes import SelectPlan, Shape
@@ -262,5 +263,7 @@ def create(xp: ModuleType) -> CupyBackend:
     CupyBackend
     """
     backend = CupyBackend()
-    register_fast_path(cupy.ndarray, CachedFastPath(backend, cupy.ndarray, "cupy"))
+    fast = CachedFastPath(backend, cupy.ndarray, "cupy")
+    register_fast_path(cupy.ndarray, fast)
+    register_cache("cupy_backend.fast_path", lambda: (len(fast), fast.maxsize))
     return backend

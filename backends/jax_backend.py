@@ -31,6 +31,7 @@ from jax import lax
 
 from arrayselect import _registry
 from arrayselect._backend import Backend, DtypeKind
+from arrayselect._caches import register_cache
 from arrayselect._errors import (
     ScalarOverflowError,
     SelectError,
@@ -416,6 +417,8 @@ class JaxBackend(Backend):
         self._converters: dict[tuple[str, type, Any], Callable[[Any], Any]] = {}
         self._cache_size = cache_size
         self._trace_count = 0
+        register_cache("jax_backend.functions", lambda: (len(self._fns), cache_size))
+        register_cache("jax_backend.plan_functions", lambda: (len(self._plan_fns), cache_size))
 
     # -- queries used by the core's validation ---------------------------------
 

@@ -188,7 +188,7 @@ def _lru_caches() -> dict[str, Any]:
         if not name.startswith("arrayselect") or module is None:
             continue
         for attr, value in list(vars(module).items()):
-            if callable(getattr(value, "cache_info", None)):
+            if callable(getattr(value, "cache_parameters", None)):
                 found[f"{name}.{attr}"] = value
     return found
 

@@ -2139,6 +2139,7 @@ sk_fast_select(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t nar
     /* Keep what the entry lends alive: packing a scalar may run Python code. */
     Py_INCREF(descr);
     const sk_shape out_shape = E->out;
+    const int float_check = E->check == SK_CHECK_FLOAT;
     int al_nd[3];
     npy_intp al_dims[3][SK_CACHE_MAXDIM];
     for (int k = 0; k < 3; k++) {
@@ -2164,7 +2165,18 @@ sk_fast_select(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t nar
             }
             char *buf = bufs[k - 1].bytes;
             memset(buf, 0, sizeof(sk_scalar_buf));
-            if (PyArray_Pack(descr, buf, ops[k]) < 0) {
+            /* As the core does: an int taking a floating dtype goes through a Python
+             * float (ml_dtypes cannot pack ints beyond int64). */
+            PyObject *value = ops[k];
+            const int via_float = float_check && PyLong_CheckExact(value);
+            if (via_float && (value = PyNumber_Float(value)) == NULL) {
+                goto done;
+            }
+            const int packed = PyArray_Pack(descr, buf, value);
+            if (via_float) {
+                Py_DECREF(value);
+            }
+            if (packed < 0) {
                 goto done;
             }
             in[k].nd = 0;

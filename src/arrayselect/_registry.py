@@ -44,6 +44,8 @@ BackendFactory = Callable[[ModuleType], Backend]
 # imported only when arrays of that library arrive.
 _BUILTIN: dict[str, str] = {
     "numpy": "arrayselect.backends.numpy_backend:create",
+    "jax": "arrayselect.backends.jax_backend:create",
+    "dask": "arrayselect.backends.dask_backend:create",
     PORTABLE: "arrayselect.backends.portable:create",
 }
 _factories: dict[str, BackendFactory | str] = dict(_BUILTIN)

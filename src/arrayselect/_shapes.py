@@ -8,6 +8,14 @@ aligned inputs gives the output. Backends never see the modes.
 Dimensions are ``int`` or ``None`` (unknown). With unknown dimensions an error
 is raised only when every possible value of the unknowns would fail, and an
 output dimension is ``None`` only when it cannot be deduced.
+
+Backends may also pass *symbolic* dimensions (JAX's ``jax.export`` shape
+polynomials such as ``b`` or ``2*b``): hashable objects that support ``==``,
+``-`` and ordering against ints, where an ordering that cannot be decided
+raises. Every comparison goes through :func:`_same`, which answers "certainly
+equal", "certainly different" or "cannot tell"; a symbolic dimension that
+cannot be told apart from another is treated like an unknown one that is
+constrained (``b`` against ``3`` is not an error: ``b`` may be 3 or 1).
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ __all__ = [
     "check_options",
     "make_plan",
     "normalize_shape",
+    "pdpd_placement",
     "select_shape",
 ]
 
@@ -56,10 +65,16 @@ class SelectPlan:
         For ``cond``, ``then`` and ``else``: the shape to reshape the input to
         before NumPy-rule broadcasting, or ``None`` when the input can be used
         as it is.
+    mode, axis
+        The ``auto_broadcast`` mode and ``axis`` the plan was made for. Backends
+        that cannot reshape (lazy arrays with unknown sizes) place each input's
+        dimensions with :func:`pdpd_placement` instead of using ``aligned``.
     """
 
     out_shape: Shape
     aligned: tuple[Shape | None, Shape | None, Shape | None]
+    mode: str = "numpy"
+    axis: int = -1
 
 
 def _mode_text(mode: str, axis: int, cond_broadcast: str) -> str:
@@ -143,19 +158,55 @@ def normalize_shape(name: str, shape: object) -> Shape:
     return tuple(dims)
 
 
+def _same(a: Dim, b: Dim) -> bool | None:
+    """``True`` if dims ``a`` and ``b`` are certainly equal, ``False`` if certainly not.
+
+    ``None`` when it cannot be told: one is unknown, or they are symbolic
+    dimensions whose difference is not known to be zero or nonzero.
+    """
+    if type(a) is int and type(b) is int:
+        return a == b
+    if a is None or b is None:
+        return None
+    try:
+        if a == b:  # symbolic dims: True only when provably equal
+            return True
+        diff = a - b
+    except Exception:  # a foreign dim type that cannot be compared: cannot tell
+        return None
+    try:
+        if diff >= 1:
+            return False
+    except Exception:  # e.g. jax's InconclusiveDimensionOperation
+        pass
+    try:
+        if diff <= -1:
+            return False
+    except Exception:
+        pass
+    return None
+
+
 def _merge(a: Dim, b: Dim) -> Dim | bool:
     """Broadcast two dims by NumPy rules; ``False`` when they certainly clash."""
-    if a == b:
+    equal = _same(a, b)
+    if equal:
         return a
-    if a == 1:
+    a_one = _same(a, 1)
+    b_one = _same(b, 1)
+    if a_one:
         return b
-    if b == 1:
+    if b_one:
         return a
-    if a is None:
-        return b  # the unknown must be b (or 1): the result is b either way
-    if b is None:
-        return a
-    return False
+    if a_one is False:
+        # a is not 1, so in a valid call b is a or 1: the result is a (or b when
+        # that is a concrete size). A certain clash when b is certainly neither.
+        if equal is False and b_one is False:
+            return False
+        return b if b_one is False and type(b) is int else a
+    if b_one is False:
+        return b  # the unknown a must be b (or 1): the result is b either way
+    return None  # both may be 1: the result cannot be deduced
 
 
 def _broadcast_two(a_name: str, a: Shape, b_name: str, b: Shape, mode_text: str) -> Shape:
@@ -187,10 +238,11 @@ def _cond_one_way(cond: Shape, target: Shape, mode_text: str) -> Shape:
     offset = len(target) - len(cond)
     for i, dc in enumerate(cond):
         dt = target[offset + i]
-        if dc == dt or dc == 1 or dc is None:
-            continue
-        if dt is None:
-            out[offset + i] = dc  # a valid call must have this size here
+        equal = _same(dc, dt)
+        cond_one = _same(dc, 1)
+        if equal is None and cond_one is False and (dt is None or type(dc) is int):
+            out[offset + i] = dc  # cond's dim is not 1: a valid call has this size here
+        if equal is not False or cond_one is not False:
             continue
         raise SelectShapeError(
             f"cond shape {cond} cannot be broadcast one way onto {target} ({mode_text}): "
@@ -211,19 +263,22 @@ def _identical(cond: Shape, then: Shape, else_: Shape) -> Shape:
             )
     out: list[Dim] = []
     for i in range(rank):
-        known = None
+        seen: list[tuple[str, Dim]] = []
         for name, shape in named:
             d = shape[i]
             if d is None:
                 continue
-            if known is not None and d != known[1]:
-                raise SelectShapeError(
-                    f"auto_broadcast='none' needs identical shapes: cond {cond}, then {then}, "
-                    f"else {else_} differ at dimension {i}: {name} has {d}, {known[0]} has "
-                    f"{known[1]}"
-                )
-            known = (name, d)
-        out.append(None if known is None else known[1])
+            for seen_name, seen_d in reversed(seen):
+                if _same(d, seen_d) is False:
+                    raise SelectShapeError(
+                        f"auto_broadcast='none' needs identical shapes: cond {cond}, then "
+                        f"{then}, else {else_} differ at dimension {i}: {name} has {d}, "
+                        f"{seen_name} has {seen_d}"
+                    )
+            seen.append((name, d))
+        # Prefer a concrete size over a symbolic one that may equal it.
+        ints = [d for _, d in seen if type(d) is int]
+        out.append(ints[-1] if ints else seen[-1][1] if seen else None)
     return tuple(out)
 
 
@@ -239,12 +294,22 @@ def _trim_candidates(src: Shape) -> list[int]:
         if j == 0:
             ends.append(0)
             return ends
-        d = src[j - 1]
-        if d != 1:
+        one = _same(src[j - 1], 1)
+        if one is not True:
             ends.append(j)
-        if d is not None and d != 1:
+        if one is False:
             return ends
         j -= 1
+
+
+def _pdpd_start(rank: int, src: Shape, axis: int) -> int:
+    """Dimension of ``then`` (of rank ``rank``) where the fitted dims of ``src`` start.
+
+    SPEC §3 pdpd: for ``axis=-1`` the start is ``rank(then) - rank(src)`` with the
+    *untrimmed* rank (OpenVINO: "axis = rank(A) - rank(B)"), so trimming trailing
+    1s never moves it.
+    """
+    return rank - len(src) if axis == -1 else axis
 
 
 def _fit_pdpd(name: str, src: Shape, then: Shape, axis: int) -> Shape | None:
@@ -259,9 +324,7 @@ def _fit_pdpd(name: str, src: Shape, then: Shape, axis: int) -> Shape | None:
     first_error: SelectShapeError | None = None
     for j in _trim_candidates(src):
         trimmed = src[:j]
-        # SPEC §3 pdpd: for axis -1 the start is rank(then) - rank(src), with the
-        # untrimmed rank (OpenVINO: "axis = rank(A) - rank(B)").
-        start = rank - len(src) if axis == -1 else axis
+        start = _pdpd_start(rank, src, axis)
         error = _pdpd_mismatch(name, src, trimmed, then, axis, start)
         if error is None:
             aligned = (1,) * start + trimmed + (1,) * (rank - start - j)
@@ -284,7 +347,7 @@ def _pdpd_mismatch(
         )
     for k, ds in enumerate(trimmed):
         dt = then[start + k]
-        if ds == dt or ds == 1 or ds is None or dt is None:
+        if _same(ds, dt) is not False or _same(ds, 1) is not False:
             continue
         return SelectShapeError(
             f"{name} shape {src} cannot be broadcast onto then shape {then} {where}: "
@@ -327,13 +390,50 @@ def make_plan(
         out = _refine_unknowns(then, else_ if else_aligned is None else else_aligned)
         cond_aligned = _fit_pdpd("cond", cond, out, axis)
         out = _refine_unknowns(out, cond if cond_aligned is None else cond_aligned)
-        return SelectPlan(out, (cond_aligned, None, else_aligned))
+        return SelectPlan(out, (cond_aligned, None, else_aligned), mode="pdpd", axis=axis)
     text = _mode_text(mode, axis, cond_broadcast)
     values = _broadcast_two("then", then, "else", else_, text)
     if cond_broadcast == "unidirectional":
         return SelectPlan(_cond_one_way(cond, values, text), (None, None, None))
     out = _broadcast_two("cond", cond, "broadcast of then and else", values, text)
     return SelectPlan(out, (None, None, None))
+
+
+def pdpd_placement(name: str, src: Shape, then: Shape, axis: int) -> tuple[int, int]:
+    """Where the dimensions of a pdpd-fitted input go among ``then``'s dimensions.
+
+    For backends that add size-1 dimensions by indexing rather than by
+    reshaping to :attr:`SelectPlan.aligned` (Dask arrays with unknown sizes).
+    Call it only for shapes :func:`make_plan` accepted. The start does not
+    depend on trimming (see :func:`_pdpd_start`), so unknown trailing sizes
+    never make the placement ambiguous.
+
+    Parameters
+    ----------
+    name : str
+        ``"cond"`` or ``"else"``, for messages.
+    src, then : tuple of int or None
+        Shape of the fitted input and of ``then``; ``None`` is an unknown size.
+    axis : int
+        The pdpd ``axis`` (``-1`` aligns to the right).
+
+    Returns
+    -------
+    start, kept : int
+        ``src[:kept]`` lines up with ``then``'s dimensions ``start`` to
+        ``start + kept - 1``. The trailing dimensions ``src[kept:]`` are trimmed:
+        size 1 in every valid call (known, or unknown and required to be 1), so
+        a backend may drop them (checking unknown ones when sizes are known).
+        ``kept`` is the longest fit, so an unknown trailing size is kept where
+        it may be something else than 1.
+    """
+    rank = len(then)
+    start = _pdpd_start(rank, src, axis)
+    for j in _trim_candidates(src):  # longest first
+        if _pdpd_mismatch(name, src, src[:j], then, axis, start) is None:
+            return start, j
+    _fit_pdpd(name, src, then, axis)  # make_plan raised for these shapes: the same error
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def select_shape(

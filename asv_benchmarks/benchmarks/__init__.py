@@ -1,0 +1,1 @@
+"""asv benchmarks of arrayselect."""

@@ -476,6 +476,10 @@ class _Torch(_Library):
 class _Dask(_Library):
     key = "dask"
 
+    def has_dtype(self, name: str) -> bool:
+        # Dask arrays hold NumPy blocks of any NumPy dtype; the namespace names only some.
+        return _numpy_dtype(name) is not None
+
     def from_numpy(self, a: np.ndarray) -> Any:
         return self.module.from_array(a.copy(), chunks=max(1, a.shape[0] // 2) if a.ndim else ())
 

@@ -145,7 +145,9 @@ def write_api() -> None:
             directive = "autofunction"
         else:
             continue  # data: documented in the text of the page
-        parts.append(f"```{{{directive}}} arrayselect.{name}\n```\n")
+        # autodoc emits reST, so the directive goes in an eval-rst block (MyST would
+        # otherwise parse the generated reST as Markdown).
+        parts.append(f"```{{eval-rst}}\n.. {directive}:: arrayselect.{name}\n```\n")
     _write("api.md", "\n".join(parts))
 
 

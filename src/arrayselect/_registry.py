@@ -46,6 +46,7 @@ _BUILTIN: dict[str, str] = {
     "numpy": "arrayselect.backends.numpy_backend:create",
     "jax": "arrayselect.backends.jax_backend:create",
     "dask": "arrayselect.backends.dask_backend:create",
+    "cupy": "arrayselect.backends.cupy_backend:create",
     PORTABLE: "arrayselect.backends.portable:create",
 }
 _factories: dict[str, BackendFactory | str] = dict(_BUILTIN)

@@ -1,0 +1,266 @@
+"""The CuPy backend (NVIDIA GPUs).
+
+Select runs as one of a few kernels that move raw bits (see
+:mod:`arrayselect.backends.cupy_kernels` for the plan, which is pure Python):
+
+* ``then``, ``else`` and ``out`` are viewed as the unsigned integer of their item
+  size (``complex128`` stays ``complex128``, which CUDA only copies); ``cond`` is
+  viewed as the unsigned integer of *its* item size and tested with ``!= 0``, so
+  bool and every integer dtype work without a cast pass. Same-item-size views
+  work for any strides, so every dtype CuPy has (``bfloat16`` included, where
+  CuPy has it through ``ml_dtypes``) shares one kernel per item-size pair.
+* Broadcasting and strides are done by ``cupy.ElementwiseKernel``'s own
+  indexing on the aligned views the core's plan asks for.
+* Large C-contiguous same-shape inputs use a ``cupy.RawKernel`` that moves
+  16-byte words (:func:`~arrayselect.backends.cupy_kernels.vector_eligible`).
+* Python scalars reach the kernel by value (no host-to-device copy) on the fast
+  path; on the general path they become 0-d arrays filled on the device.
+* Kernels are created once (module-level caches guarded by a lock; CuPy compiles
+  each once per device and keeps the binary on disk), launched on the current
+  stream of the inputs' device, and nothing here synchronizes with the host.
+
+GPU status: the code paths that launch kernels have not been run in the session
+that wrote them (no GPU there); ``scripts/gpu_check.sh`` runs the GPU tests and
+benchmarks on a machine that has one.
+"""
+
+from __future__ import annotations
+
+import threading
+from types import ModuleType
+from typing import Any
+
+import cupy
+import numpy as np
+
+from arrayselect._backend import Backend, DtypeKind
+from arrayselect._errors import SelectValueError
+from arrayselect._select import register_fast_path
+from arrayselect._shapes import SelectPlan, Shape
+
+from . import cupy_kernels as ck
+from ._fastpath import CachedFastPath
+from .numpy_backend import NumpyBackend
+
+__all__ = ["CupyBackend", "create"]
+
+_VALUE_RAW: dict[int, np.dtype[Any]] = {k: np.dtype(v) for k, v in ck.VALUE_RAW_DTYPES.items()}
+_COND_RAW: dict[int, np.dtype[Any]] = {k: np.dtype(v) for k, v in ck.COND_RAW_DTYPES.items()}
+_DEFAULT_DTYPES: dict[type, np.dtype[Any]] = {
+    bool: np.dtype(np.bool_),
+    int: np.dtype(np.int64),
+    float: np.dtype(np.float64),
+    complex: np.dtype(np.complex128),
+}
+
+_lock = threading.Lock()
+_elementwise_kernels: dict[tuple[int, int], Any] = {}
+_vector_kernels: dict[int, Any] = {}
+_device_limits: dict[int, tuple[int, int]] = {}
+
+
+def elementwise_kernel(cond_itemsize: int, value_itemsize: int) -> Any:
+    """The ``cupy.ElementwiseKernel`` for these item sizes (created once, then cached)."""
+    key = (cond_itemsize, value_itemsize)
+    kernel = _elementwise_kernels.get(key)
+    if kernel is None:
+        with _lock:
+            kernel = _elementwise_kernels.get(key)
+            if kernel is None:
+                spec = ck._elementwise_spec(cond_itemsize, value_itemsize)
+                kernel = cupy.ElementwiseKernel(
+                    spec.in_params, spec.out_params, spec.operation, name=spec.name
+                )
+                _elementwise_kernels[key] = kernel
+    return kernel
+
+
+def vector_kernel(spec: ck.VectorSpec) -> Any:
+    """The ``cupy.RawKernel`` of a :class:`~arrayselect.backends.cupy_kernels.VectorSpec`."""
+    kernel = _vector_kernels.get(spec.value_itemsize)
+    if kernel is None:
+        with _lock:
+            kernel = _vector_kernels.get(spec.value_itemsize)
+            if kernel is None:
+                kernel = cupy.RawKernel(spec.source, spec.name)
+                _vector_kernels[spec.value_itemsize] = kernel
+    return kernel
+
+
+def _limits(device: int) -> tuple[int, int]:
+    """``(SM count, max resident threads per SM)`` of a device (queried once)."""
+    limits = _device_limits.get(device)
+    if limits is None:
+        rt = cupy.cuda.runtime
+        limits = (
+            int(rt.deviceGetAttribute(rt.cudaDevAttrMultiProcessorCount, device)),
+            int(rt.deviceGetAttribute(rt.cudaDevAttrMaxThreadsPerMultiProcessor, device)),
+        )
+        _device_limits[device] = limits
+    return limits
+
+
+def _layout(x: Any) -> ck.ArrayLayout:
+    return ck.ArrayLayout(int(x.data.ptr), tuple(x.shape), tuple(x.strides), int(x.itemsize))
+
+
+class CupyBackend(Backend):
+    """Select for CuPy arrays on NVIDIA GPUs.
+
+    Attributes
+    ----------
+    vector_min_size
+        Smallest output size for the 16-byte-word kernel; set it above any size
+        to always use the element-wise kernel (the GPU benchmark compares both).
+    """
+
+    def __init__(self) -> None:
+        self.name = "cupy"
+        self.supports_out = True
+        self.vector_min_size: int = ck.VECTOR_MIN_SIZE
+        # dtype queries only read NumPy dtypes (CuPy's dtypes are NumPy's).
+        self._dtypes = NumpyBackend()
+
+    # ------------------------------------------------------------- queries
+    def dtype_kind(self, dtype: Any) -> DtypeKind | None:
+        return self._dtypes.dtype_kind(dtype)
+
+    def shape(self, x: Any) -> Shape:
+        return x.shape  # type: ignore[no-any-return]
+
+    def int_range(self, dtype: Any) -> tuple[int, int]:
+        return self._dtypes.int_range(dtype)
+
+    def float_max(self, dtype: Any) -> float:
+        return self._dtypes.float_max(dtype)
+
+    def default_dtype(self, scalar_type: type) -> np.dtype[Any]:
+        """CuPy's default dtype for a Python scalar type (NumPy's: bool, int64, ...)."""
+        return _DEFAULT_DTYPES[scalar_type]
+
+    def device_of(self, x: Any) -> int:
+        """Id of the GPU holding ``x``."""
+        return int(x.data.device_id)
+
+    def scalar_array(self, value: bool | int | float | complex, dtype: Any, like: Any) -> Any:
+        dtype = self.default_dtype(type(value)) if dtype is None else np.dtype(dtype)
+        raw = _VALUE_RAW[dtype.itemsize]
+        bits = np.asarray(value, dtype=dtype).view(raw)[()]
+        with cupy.cuda.Device(self.device_of(like)):
+            array = cupy.empty((), dtype=dtype)
+            # A fill kernel on the current stream: no host-to-device copy, no sync.
+            array.view(raw).fill(bits)
+        return array
+
+    def check_devices(self, named: list[tuple[str, Any]]) -> None:
+        first_name, first = named[0]
+        first_device = self.device_of(first)
+        for name, x in named[1:]:
+            device = self.device_of(x)
+            if device != first_device:
+                raise SelectValueError(
+                    f"inputs must be on one device, but {first_name} is on GPU {first_device} "
+                    f"and {name} is on GPU {device}; move them explicitly (no implicit transfer "
+                    "happens)"
+                )
+
+    def check_out(self, out: Any) -> None:
+        for i, (d, s) in enumerate(zip(out.shape, out.strides, strict=True)):
+            if s == 0 and d > 1:
+                raise SelectValueError(
+                    f"out repeats its elements (stride 0 along dimension {i} of size {d}, e.g. "
+                    "a broadcast view), so the result cannot be written into it"
+                )
+
+    # ------------------------------------------------------------- running
+    def select(self, cond: Any, then: Any, else_: Any, plan: SelectPlan, out: Any) -> Any:
+        return self.execute(cond, then, else_, plan, then.dtype, out)
+
+    def execute(
+        self, cond: Any, then: Any, else_: Any, plan: SelectPlan, dtype: Any, out: Any
+    ) -> Any:
+        """Run a validated Select on ``cond``'s device and that device's current stream.
+
+        ``then``/``else_`` are CuPy arrays of ``dtype`` or Python scalars that fit it.
+        """
+        device = int(cond.data.device_id)
+        if cupy.cuda.runtime.getDevice() != device:
+            with cupy.cuda.Device(device):
+                return self._execute(device, cond, then, else_, plan, dtype, out)
+        return self._execute(device, cond, then, else_, plan, dtype, out)
+
+    def _execute(
+        self,
+        device: int,
+        cond: Any,
+        then: Any,
+        else_: Any,
+        plan: SelectPlan,
+        dtype: Any,
+        out: Any,
+    ) -> Any:
+        raw = _VALUE_RAW[dtype.itemsize]
+        cond_shape, then_shape, else_shape = plan.aligned
+        if cond_shape is not None:
+            cond = cond.reshape(cond_shape)
+        cond_raw = _COND_RAW[cond.dtype.itemsize]
+        c = cond if cond.dtype == cond_raw else cond.view(cond_raw)
+        t = _raw_operand(then, then_shape, dtype, raw)
+        e = _raw_operand(else_, else_shape, dtype, raw)
+        result = cupy.empty(plan.out_shape, dtype=dtype) if out is None else out
+        if result.size == 0:
+            return result
+        z = result if result.dtype == raw else result.view(raw)
+        if out is not None:
+            z_layout = _layout(z)
+            if any(
+                type(x) is cupy.ndarray and ck.overlap(_layout(x), z_layout) == "partial"
+                for x in (c, t, e)
+            ):
+                # An input overlaps out other than element for element: a kernel
+                # writing out in place could read already-written elements.
+                tmp = cupy.empty(plan.out_shape, dtype=raw)
+                self._launch(device, c, t, e, tmp)
+                z[...] = tmp
+                return result
+        self._launch(device, c, t, e, z)
+        return result
+
+    def _launch(self, device: int, c: Any, t: Any, e: Any, z: Any) -> None:
+        """Launch the select kernel on raw views; ``z`` has the output shape."""
+        if z.size >= self.vector_min_size and type(t) is cupy.ndarray and type(e) is cupy.ndarray:
+            spec = ck.vector_eligible(
+                _layout(c), _layout(t), _layout(e), _layout(z), self.vector_min_size
+            )
+            if spec is not None:
+                sm_count, threads_per_sm = _limits(device)
+                grid, block = ck.vector_launch(z.size, spec.lanes, sm_count, threads_per_sm)
+                vector_kernel(spec)((grid,), (block,), (c, t, e, z, np.int64(z.size)))
+                return
+        elementwise_kernel(c.dtype.itemsize, z.dtype.itemsize)(c, t, e, z)
+
+
+def _raw_operand(x: Any, aligned: Shape | None, dtype: Any, raw: np.dtype[Any]) -> Any:
+    """``x`` as its raw view (CuPy array) or raw NumPy scalar (Python scalar)."""
+    if type(x) in (bool, int, float, complex):
+        return np.asarray(x, dtype=dtype).view(raw)[()]
+    if aligned is not None:
+        x = x.reshape(aligned)
+    return x if x.dtype == raw else x.view(raw)
+
+
+def create(xp: ModuleType) -> CupyBackend:
+    """Entry-point factory: the CuPy backend, with its fast path registered.
+
+    Parameters
+    ----------
+    xp : module
+        CuPy's Array API namespace (not needed).
+
+    Returns
+    -------
+    CupyBackend
+    """
+    backend = CupyBackend()
+    register_fast_path(cupy.ndarray, CachedFastPath(backend, cupy.ndarray, "cupy"))
+    return backend

@@ -1,0 +1,429 @@
+"""Pure-Python planning for the CuPy backend: kernel specs, CUDA sources, launch shapes.
+
+Nothing here imports CuPy or needs a GPU, so all of it is unit-tested on the CPU.
+:mod:`arrayselect.backends.cupy_backend` turns these plans into launches.
+
+The kernels work on raw bits. Every value dtype is viewed as the unsigned integer
+of its item size (``float32`` and ``int32`` both as ``uint32``, ``bfloat16`` and
+``float16`` as ``uint16``, ...), so a handful of kernels serve every dtype and no
+floating-point instruction ever touches a value: NaN payloads, signed zeros and
+subnormals come out as they went in. The one 16-byte dtype CuPy has,
+``complex128``, has no unsigned integer of its size; its kernel is typed
+``complex128`` (``thrust::complex<double>`` in CUDA), which only moves the two
+doubles, bit for bit. The condition is viewed as the unsigned integer of *its*
+item size and tested with ``c != 0``: booleans and every integer dtype alike,
+"nonzero is true", with no cast pass.
+
+Two kinds of kernel:
+
+* :class:`ElementwiseSpec` -- a ``cupy.ElementwiseKernel``; CuPy's own indexing
+  does broadcasting and strides on the aligned views. One per (cond item size,
+  value item size): at most 4 x 5 = 20, each compiled on first use.
+* :class:`VectorSpec` -- a ``cupy.RawKernel`` for large C-contiguous inputs that
+  all have the output's shape: every thread moves 16-byte words (``uint4``) of
+  ``then``/``else``/``out`` and the matching 2-16 bytes of a 1-byte ``cond``, in a
+  grid-stride loop, with a scalar tail. Used only when :func:`vector_eligible`
+  says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+__all__ = [
+    "COND_RAW_DTYPES",
+    "C_TYPES",
+    "VALUE_RAW_DTYPES",
+    "VECTOR_BLOCK",
+    "VECTOR_MIN_SIZE",
+    "ArrayLayout",
+    "ElementwiseSpec",
+    "VectorSpec",
+    "byte_bounds",
+    "elementwise_spec",
+    "is_c_contiguous",
+    "overlap",
+    "vector_eligible",
+    "vector_launch",
+    "vector_spec",
+]
+
+#: Raw dtype (a NumPy/CuPy dtype name) that values of each item size are viewed as.
+VALUE_RAW_DTYPES: Final[dict[int, str]] = {
+    1: "uint8",
+    2: "uint16",
+    4: "uint32",
+    8: "uint64",
+    16: "complex128",
+}
+#: Raw dtype that a boolean or integer ``cond`` of each item size is viewed as.
+COND_RAW_DTYPES: Final[dict[int, str]] = {1: "uint8", 2: "uint16", 4: "uint32", 8: "uint64"}
+#: CUDA C type CuPy uses for each raw dtype (what ``ElementwiseKernel`` declares).
+C_TYPES: Final[dict[str, str]] = {
+    "uint8": "unsigned char",
+    "uint16": "unsigned short",
+    "uint32": "unsigned int",
+    "uint64": "unsigned long long",
+    "complex128": "thrust::complex<double>",
+}
+
+#: Threads per block of the vectorized kernel.
+VECTOR_BLOCK: Final = 256
+#: Smallest element count for which the vectorized kernel is used. Not tuned on
+#: a GPU yet (no measurement in the session that wrote it): below about a million
+#: elements a launch is dominated by fixed costs either way.
+VECTOR_MIN_SIZE: Final = 1 << 20
+#: Threads an SM can hold when the device does not say (sm_80 and sm_90: 2048).
+DEFAULT_THREADS_PER_SM: Final = 2048
+
+_COND_KINDS: Final = ("b", "i", "u")
+
+# The vectorized kernel: one 16-byte word of values, and the cond bytes of the same
+# elements, per step. Keyed by lanes (elements per 16-byte word): cond word C type.
+_COND_WORD_CTYPES: Final[dict[int, str]] = {
+    2: "unsigned short",
+    4: "unsigned int",
+    8: "unsigned long long",
+    16: "uint4",
+}
+
+
+def _kind_and_itemsize(dtype: Any) -> tuple[str, int]:
+    """``(kind, itemsize)`` of a NumPy/CuPy dtype (anything with those attributes)."""
+    return str(dtype.kind), int(dtype.itemsize)
+
+
+@dataclass(frozen=True, slots=True)
+class ElementwiseSpec:
+    """One ``cupy.ElementwiseKernel``: what to pass to its constructor.
+
+    Attributes
+    ----------
+    cond_dtype, value_dtype
+        Raw dtype names that ``cond`` and the values are viewed as before the
+        launch (the kernel's parameter types are fixed to them, so CuPy never
+        casts).
+    cond_ctype, value_ctype
+        The CUDA C types CuPy declares for them.
+    name
+        Kernel name (shown by profilers).
+    in_params, out_params, operation
+        The ``ElementwiseKernel`` strings.
+    """
+
+    cond_dtype: str
+    value_dtype: str
+    cond_ctype: str
+    value_ctype: str
+    name: str
+    in_params: str
+    out_params: str
+    operation: str
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """Cache key: the raw (cond, value) dtype names."""
+        return (self.cond_dtype, self.value_dtype)
+
+
+def elementwise_spec(cond_dtype: Any, value_dtype: Any) -> ElementwiseSpec:
+    """The element-wise kernel for a ``cond`` dtype and a value (output) dtype.
+
+    Parameters
+    ----------
+    cond_dtype
+        Boolean or integer dtype of ``cond`` (NumPy dtype or anything with
+        ``kind`` and ``itemsize``).
+    value_dtype
+        Dtype of ``then``/``else``/``out``: any dtype of item size 1, 2, 4, 8 or 16.
+
+    Returns
+    -------
+    ElementwiseSpec
+        The same spec for every pair of dtypes with the same item sizes.
+
+    Raises
+    ------
+    ValueError
+        For a ``cond`` that is not boolean or integer, or an item size without a
+        raw type.
+    """
+    cond_kind, cond_size = _kind_and_itemsize(cond_dtype)
+    value_size = int(value_dtype.itemsize)
+    if cond_kind not in _COND_KINDS or cond_size not in COND_RAW_DTYPES:
+        raise ValueError(f"cond dtype {cond_dtype} is not a boolean or integer dtype")
+    if value_size not in VALUE_RAW_DTYPES:
+        raise ValueError(f"no raw type for the {value_size}-byte dtype {value_dtype}")
+    return _elementwise_spec(cond_size, value_size)
+
+
+def _elementwise_spec(cond_size: int, value_size: int) -> ElementwiseSpec:
+    cond_raw = COND_RAW_DTYPES[cond_size]
+    value_raw = VALUE_RAW_DTYPES[value_size]
+    return ElementwiseSpec(
+        cond_dtype=cond_raw,
+        value_dtype=value_raw,
+        cond_ctype=C_TYPES[cond_raw],
+        value_ctype=C_TYPES[value_raw],
+        name=f"arrayselect_select_c{cond_size}_v{value_size}",
+        in_params=f"{cond_raw} c, {value_raw} x, {value_raw} y",
+        out_params=f"{value_raw} z",
+        # CuPy binds c, x, y as const references, so only the chosen value is
+        # loaded; `!= 0` makes every integer cond "nonzero is true".
+        operation="z = (c != 0) ? x : y;",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class VectorSpec:
+    """The vectorized ``cupy.RawKernel`` for one value item size (``cond`` of 1 byte).
+
+    Attributes
+    ----------
+    value_itemsize
+        1, 2, 4 or 8 bytes.
+    lanes
+        Elements per 16-byte word: ``16 // value_itemsize``.
+    value_ctype
+        Unsigned C type of one element.
+    cond_word_ctype
+        C type of ``lanes`` cond bytes, loaded at once.
+    name
+        Kernel name (``extern "C"``, so RawKernel finds it).
+    """
+
+    value_itemsize: int
+    lanes: int
+    value_ctype: str
+    cond_word_ctype: str
+    name: str
+
+    @property
+    def source(self) -> str:
+        """CUDA source of the kernel (self-contained; NVRTC has ``uint4`` built in).
+
+        Signature: ``(const cond_word* c, const uint4* x, const uint4* y, uint4* z,
+        long long n)`` with ``n`` the element count. The word pointers must be
+        aligned (16 bytes for the values, ``lanes`` bytes for ``cond``). ``z`` may
+        be ``x`` or ``y`` exactly: each word is read before it is written, by the
+        same thread, and no pointer is ``__restrict__``.
+        """
+        lanes = self.lanes
+        v = self.value_ctype
+        cw = self.cond_word_ctype
+        return f"""\
+extern "C" __global__ void {self.name}(
+    const {cw}* c, const uint4* x, const uint4* y, uint4* z, long long n)
+{{
+    union value_word {{ uint4 w; {v} e[{lanes}]; }};
+    union cond_word {{ {cw} w; unsigned char b[{lanes}]; }};
+    const long long n_words = n / {lanes};
+    const long long start = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long step = (long long)gridDim.x * blockDim.x;
+    for (long long i = start; i < n_words; i += step) {{
+        cond_word cb;
+        value_word a, b, r;
+        cb.w = c[i];
+        a.w = x[i];
+        b.w = y[i];
+#pragma unroll
+        for (int k = 0; k < {lanes}; ++k) {{
+            r.e[k] = cb.b[k] != 0 ? a.e[k] : b.e[k];
+        }}
+        z[i] = r.w;
+    }}
+    /* The last n % {lanes} elements: one per thread of the first block. */
+    const long long tail = n - n_words * {lanes};
+    if (start < tail) {{
+        const long long j = n_words * {lanes} + start;
+        const unsigned char* cs = (const unsigned char*)c;
+        const {v}* xs = (const {v}*)x;
+        const {v}* ys = (const {v}*)y;
+        {v}* zs = ({v}*)z;
+        zs[j] = cs[j] != 0 ? xs[j] : ys[j];
+    }}
+}}
+"""
+
+
+def vector_spec(cond_itemsize: int, value_itemsize: int) -> VectorSpec | None:
+    """The vectorized kernel for these item sizes, or ``None`` when there is none.
+
+    Only a 1-byte ``cond`` (bool, int8, uint8) and values of 1, 2, 4 or 8 bytes
+    qualify: a 16-byte value already moves a whole word per element, and a wider
+    ``cond`` would need more than one cond word per value word.
+    """
+    if cond_itemsize != 1 or value_itemsize not in (1, 2, 4, 8):
+        return None
+    lanes = 16 // value_itemsize
+    return VectorSpec(
+        value_itemsize=value_itemsize,
+        lanes=lanes,
+        value_ctype=C_TYPES[VALUE_RAW_DTYPES[value_itemsize]],
+        cond_word_ctype=_COND_WORD_CTYPES[lanes],
+        name=f"arrayselect_select_vec_v{value_itemsize}",
+    )
+
+
+def vector_launch(
+    n: int,
+    lanes: int,
+    sm_count: int,
+    threads_per_sm: int = DEFAULT_THREADS_PER_SM,
+    block: int = VECTOR_BLOCK,
+) -> tuple[int, int]:
+    """Grid and block size for the vectorized kernel over ``n`` elements.
+
+    One thread per 16-byte word, but no more blocks than the device holds at once
+    (``sm_count * threads_per_sm // block``): the kernel loops with a grid stride,
+    so one full wave of resident threads covers any size. The tail (fewer than
+    ``lanes`` elements) is handled by the first block's first threads.
+
+    Returns
+    -------
+    grid, block
+        Both at least 1; ``block >= lanes``.
+    """
+    if n < 0 or lanes < 1 or sm_count < 1 or block < 16 or block < lanes:
+        raise ValueError(
+            f"bad launch request: n={n}, lanes={lanes}, sm_count={sm_count}, block={block}"
+        )
+    words = n // lanes
+    wanted = max(1, -(-words // block))
+    resident = max(1, sm_count * max(1, threads_per_sm // block))
+    return min(wanted, resident), block
+
+
+@dataclass(frozen=True, slots=True)
+class ArrayLayout:
+    """Where an array's bytes are: enough to reason about alignment and overlap.
+
+    Attributes
+    ----------
+    ptr
+        Address of element ``(0, ..., 0)``.
+    shape, strides
+        In elements and bytes, as NumPy/CuPy report them.
+    itemsize
+        Bytes per element.
+    """
+
+    ptr: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    itemsize: int
+
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+
+def is_c_contiguous(shape: Sequence[int], strides: Sequence[int], itemsize: int) -> bool:
+    """Whether an array with this layout is C-contiguous (dims of size 1 may have any stride)."""
+    expected = itemsize
+    for d, s in zip(reversed(shape), reversed(strides), strict=True):
+        if d == 0:
+            return True
+        if d != 1 and s != expected:
+            return False
+        expected *= d
+    return True
+
+
+def byte_bounds(a: ArrayLayout) -> tuple[int, int]:
+    """Smallest and one-past-largest byte address the array touches (``(p, p)`` if empty)."""
+    if a.size == 0:
+        return a.ptr, a.ptr
+    low = high = a.ptr
+    for d, s in zip(a.shape, a.strides, strict=True):
+        if s < 0:
+            low += s * (d - 1)
+        else:
+            high += s * (d - 1)
+    return low, high + a.itemsize
+
+
+def _effective_strides(a: ArrayLayout, out_shape: Sequence[int]) -> tuple[int, ...] | None:
+    """Strides of ``a`` broadcast to ``out_shape`` (0 where broadcast), or ``None`` if it cannot."""
+    pad = len(out_shape) - len(a.shape)
+    if pad < 0:
+        return None
+    result: list[int] = []
+    for i, d_out in enumerate(out_shape):
+        if i < pad:
+            result.append(0)
+            continue
+        d = a.shape[i - pad]
+        if d == d_out:
+            result.append(a.strides[i - pad] if d != 1 else 0)
+        elif d == 1:
+            result.append(0)
+        else:
+            return None
+    return tuple(result)
+
+
+def overlap(src: ArrayLayout, out: ArrayLayout) -> Literal["none", "exact", "partial"]:
+    """How an input's memory relates to ``out``'s, for an element-wise kernel.
+
+    ``"exact"``: every output element is read from exactly its own address (same
+    pointer and item size, the input broadcast to ``out``'s shape has ``out``'s
+    strides), so one thread reads then writes each element: safe. ``"none"``: the
+    byte ranges are disjoint. ``"partial"``: anything else that may overlap;
+    the result must go through a temporary.
+    """
+    if src.size == 0 or out.size == 0:
+        return "none"
+    s_low, s_high = byte_bounds(src)
+    o_low, o_high = byte_bounds(out)
+    if s_high <= o_low or o_high <= s_low:
+        return "none"
+    if src.ptr == out.ptr and src.itemsize == out.itemsize:
+        strides = _effective_strides(src, out.shape)
+        if strides is not None and all(
+            s == t or d == 1 for s, t, d in zip(strides, out.strides, out.shape, strict=True)
+        ):
+            return "exact"
+    return "partial"
+
+
+def vector_eligible(
+    cond: ArrayLayout,
+    then: ArrayLayout,
+    else_: ArrayLayout,
+    out: ArrayLayout,
+    min_size: int = VECTOR_MIN_SIZE,
+) -> VectorSpec | None:
+    """The vectorized kernel to use, or ``None`` to use the element-wise one.
+
+    Eligible when all of these hold:
+
+    * ``out`` has at least ``min_size`` elements;
+    * a :func:`vector_spec` exists for the item sizes (1-byte ``cond``; values of
+      1, 2, 4 or 8 bytes; ``then``/``else``/``out`` of one item size);
+    * all four arrays have ``out``'s shape (no broadcasting) and are C-contiguous;
+    * the values' pointers are 16-byte aligned and ``cond``'s is ``lanes``-aligned;
+    * no input overlaps ``out`` other than exactly.
+    """
+    n = out.size
+    if n < min_size or n == 0:
+        return None
+    if not then.itemsize == else_.itemsize == out.itemsize:
+        return None
+    spec = vector_spec(cond.itemsize, out.itemsize)
+    if spec is None:
+        return None
+    for a in (cond, then, else_, out):
+        if a.shape != out.shape or not is_c_contiguous(a.shape, a.strides, a.itemsize):
+            return None
+    if any(a.ptr % 16 for a in (then, else_, out)) or cond.ptr % spec.lanes:
+        return None
+    if any(overlap(a, out) == "partial" for a in (cond, then, else_)):
+        return None
+    return spec

@@ -1,0 +1,139 @@
+"""Print the results table of ``scripts/gpu_check.sh`` (standard library only).
+
+Reads pytest's JUnit XML and ``asv_benchmarks/gpu_bench.py``'s JSON; prints test
+counts per module and backend, the benchmark table, and the issue's targets as
+MET / MISSED / NOT MEASURED. Exit status 0 when the tests passed and the
+benchmarks ran on a GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _tag(name: str) -> str:
+    """The array library a test ran on, from its parameter id."""
+    params = name.partition("[")[2]
+    for tag in ("cupy", "jax"):
+        if tag in params:
+            return tag
+    return "-"
+
+
+def test_table(junit: Path) -> tuple[list[str], dict[str, int]]:
+    """Lines of the test table, and how many cupy / jax tests actually ran."""
+    ran = {"cupy": 0, "jax": 0}
+    if not junit.exists():
+        return [f"tests: no JUnit report at {junit} (pytest did not run)"], ran
+    counts: dict[tuple[str, str], collections.Counter[str]] = collections.defaultdict(
+        collections.Counter
+    )
+    reasons: collections.Counter[str] = collections.Counter()
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        module = case.get("classname", "?").split(".")[-1] or "?"
+        tag = _tag(case.get("name", ""))
+        outcome = "passed"
+        for child in case:
+            if child.tag in ("failure", "error", "skipped"):
+                outcome = {"failure": "failed", "error": "error", "skipped": "skipped"}[child.tag]
+                if child.tag == "skipped":
+                    reasons[(child.get("message") or "")[:110]] += 1
+        counts[(module, tag)][outcome] += 1
+    lines = [f"{'test module':34} {'on':5} {'passed':>7} {'failed':>7} {'error':>6} {'skipped':>8}"]
+    lines.append("-" * len(lines[0]))
+    for (module, tag), c in sorted(counts.items()):
+        lines.append(
+            f"{module[:34]:34} {tag:5} {c['passed']:>7} {c['failed']:>7} {c['error']:>6} "
+            f"{c['skipped']:>8}"
+        )
+        library = "cupy" if module == "test_cupy_backend" else tag
+        if library in ran:
+            ran[library] += c["passed"] + c["failed"]
+    for reason, n in reasons.most_common(4):
+        lines.append(f"  skipped x{n}: {reason}")
+    return lines, ran
+
+
+def targets(bench: dict[str, Any]) -> list[str]:
+    """The issue's benchmark targets, judged from the benchmark rows."""
+    if not bench.get("measured"):
+        return ["all GPU targets: NOT MEASURED (" + bench.get("reason", "no GPU") + ")"]
+    rows = bench["rows"]
+
+    def find(prefix: str) -> list[dict[str, Any]]:
+        return [r for r in rows if r["name"].startswith(prefix)]
+
+    lines = []
+    big = [r for r in find("select 2^") if r["name"].endswith("float32 same shape: arrayselect")]
+    if big and "fraction_of_copy" in big[0]:
+        frac = big[0]["fraction_of_copy"]
+        verdict = "MET" if frac >= 0.90 else "MISSED"
+        lines.append(f">= 90% of copy bandwidth at 2^28 float32 (13 B/elem): {frac:.1%} {verdict}")
+    else:
+        lines.append(">= 90% of copy bandwidth: NOT MEASURED")
+    patterns = [r for r in find("pattern ") if "ratio_to_where" in r]
+    if patterns:
+        worst = max(patterns, key=lambda r: r["ratio_to_where"])
+        verdict = "MET" if worst["ratio_to_where"] <= 1.03 else "MISSED"
+        lines.append(
+            f"never slower than cupy.where on the asv patterns: worst ratio "
+            f"{worst['ratio_to_where']:.3f} ({worst['name']}) {verdict} (3% noise allowance)"
+        )
+    else:
+        lines.append("never slower than cupy.where: NOT MEASURED")
+    bf16 = [r for r in find("select 2^") if "bfloat16 same shape: arrayselect" in r["name"]]
+    if bf16 and "seconds" in bf16[0]:
+        ok = "BITS DIFFER" not in bf16[0].get("note", "")
+        lines.append(f"bfloat16 works: {'MET' if ok else 'MISSED (bits differ)'}")
+    else:
+        lines.append("bfloat16 works: NOT MEASURED")
+    bits = [r["name"] for r in rows if "BITS DIFFER" in r.get("note", "")]
+    if bits:
+        lines.append("bit differences from cupy.where in: " + "; ".join(bits))
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--junit", type=Path, required=True)
+    parser.add_argument("--bench", type=Path, required=True)
+    parser.add_argument("--test-rc", type=int, default=0)
+    parser.add_argument("--bench-rc", type=int, default=0)
+    parser.add_argument("--jax-backend", default="unknown", help="jax.default_backend()")
+    args = parser.parse_args(argv)
+
+    print("\n================ arrayselect GPU check: results ================")
+    lines, ran = test_table(args.junit)
+    print("\n".join(lines))
+    if args.bench.exists():
+        bench = json.loads(args.bench.read_text())
+    else:
+        bench = {"measured": False, "reason": f"gpu_bench.py wrote nothing (exit {args.bench_rc})"}
+    sys.path.insert(0, str(ROOT / "asv_benchmarks"))
+    from gpu_bench import format_table
+
+    print()
+    print(format_table(bench))
+    print()
+    tests_ok = args.test_rc == 0
+    print(
+        f"tests: {'PASSED' if tests_ok else f'FAILED (pytest exit {args.test_rc})'}; "
+        f"not skipped: {ran['cupy']} on cupy (GPU), {ran['jax']} on jax "
+        f"(JAX default backend: {args.jax_backend})"
+    )
+    for line in targets(bench):
+        print(line)
+    return 0 if tests_ok and bench.get("measured") and args.bench_rc == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,214 @@
+"""A CPU stand-in for the slice of CuPy's API that ``cupy_backend`` uses.
+
+It is *not* CuPy: it lets the CPU tests run the backend's Python logic (views,
+reshapes, kernel choice, launch arguments, ``out`` aliasing and temporaries,
+devices, the fast path) without a GPU. What it emulates, and how strictly:
+
+* ``ndarray``: a NumPy subclass with ``.data.ptr`` and ``.data.device_id``;
+  arrays are "on" the device that was current when they were made (views
+  inherit it). ``empty`` allocates on the current device.
+* ``cuda.runtime.getDevice``/``deviceGetAttribute`` and ``cuda.Device(i)`` as a
+  context manager that switches the current device.
+* ``ElementwiseKernel``: parses its parameter list and, like CuPy with fixed
+  parameter types, refuses arguments whose dtype differs (so the backend must
+  pass exact raw views: no casts); array arguments must be on the current
+  device; the output shape must be the broadcast shape. The body is computed with
+  ``numpy.where(c != 0, x, y)`` -- the C operation itself is tested separately by
+  ``test_cupy_kernels``.
+* ``RawKernel``: compiles the *real* kernel source with the host C++ compiler
+  (see ``_kernel_harness``) and runs every thread of the launch, with CUDA's
+  limits on the block size checked.
+
+Every launch is recorded in ``LAUNCHES`` as ``(kind, name, device, z, grid, block)``.
+"""
+
+from __future__ import annotations
+
+import re
+import types
+from pathlib import Path
+from typing import Any, ClassVar
+
+import _kernel_harness as kh
+import numpy as np
+
+LAUNCHES: list[tuple[str, str, int, Any, Any, Any]] = []
+SM_COUNT = 3
+THREADS_PER_SM = 512
+
+
+class _State:
+    current = 0
+    build_dir: Path | None = None
+    elementwise_created = 0
+
+
+_state = _State()
+
+
+class _MemoryPointer:
+    def __init__(self, ptr: int, device_id: int) -> None:
+        self.ptr = ptr
+        self.device_id = device_id
+
+
+class ndarray(np.ndarray):
+    """A NumPy array that knows which (fake) GPU it is on."""
+
+    _device: int
+
+    def __array_finalize__(self, obj: Any) -> None:
+        self._device = getattr(obj, "_device", _state.current)
+
+    @property  # type: ignore[override]
+    def data(self) -> _MemoryPointer:
+        return _MemoryPointer(int(self.ctypes.data), self._device)
+
+
+def empty(shape: Any, dtype: Any = float) -> ndarray:
+    """Uninitialized array on the current device (16-byte aligned, like a pool block)."""
+    dtype = np.dtype(dtype)
+    n = int(np.prod(shape, dtype=np.int64))
+    buf = np.empty(n * dtype.itemsize + 256, np.uint8)
+    offset = (-buf.ctypes.data) % 256
+    out = buf[offset : offset + n * dtype.itemsize].view(dtype).reshape(shape).view(ndarray)
+    out._device = _state.current
+    return out
+
+
+def asarray(a: Any, dtype: Any = None) -> ndarray:
+    """Copy ``a`` to a new array on the current device."""
+    host = np.asarray(a, dtype=dtype)
+    out = empty(host.shape, host.dtype)
+    np.copyto(out, host)
+    return out
+
+
+class _Runtime:
+    cudaDevAttrMultiProcessorCount = 16
+    cudaDevAttrMaxThreadsPerMultiProcessor = 39
+
+    @staticmethod
+    def getDevice() -> int:
+        return _state.current
+
+    @staticmethod
+    def deviceGetAttribute(attr: int, device: int) -> int:
+        return {16: SM_COUNT, 39: THREADS_PER_SM}[attr]
+
+
+class Device:
+    """``with Device(i):`` makes ``i`` the current device."""
+
+    def __init__(self, device: int | None = None) -> None:
+        self.id = _state.current if device is None else device
+        self._saved: list[int] = []
+
+    def __enter__(self) -> Device:
+        self._saved.append(_state.current)
+        _state.current = self.id
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _state.current = self._saved.pop()
+
+
+def _check_on_current_device(args: tuple[Any, ...]) -> None:
+    for a in args:
+        if isinstance(a, ndarray) and a._device != _state.current:
+            raise ValueError(
+                f"array on device {a._device} used by a kernel on device {_state.current}"
+            )
+
+
+class ElementwiseKernel:
+    """Fixed-type element-wise kernel computing ``z = (c != 0) ? x : y``."""
+
+    def __init__(self, in_params: str, out_params: str, operation: str, name: str = "kernel"):
+        if operation != "z = (c != 0) ? x : y;":
+            raise NotImplementedError(f"the fake only runs the select operation: {operation!r}")
+        self.params = [tuple(p.split()) for p in (in_params + ", " + out_params).split(", ")]
+        assert [p[1] for p in self.params] == ["c", "x", "y", "z"], self.params
+        self.name = name
+        _state.elementwise_created += 1
+
+    def __call__(self, *args: Any) -> Any:
+        if len(args) != 4:
+            raise TypeError(f"{self.name} takes 4 arguments, got {len(args)}")
+        for (dtype, pname), a in zip(self.params, args, strict=True):
+            if type(a) in (bool, int, float, complex):
+                raise TypeError(f"{pname}: Python scalar {a!r} would be converted")
+            if a.dtype != np.dtype(dtype):
+                raise TypeError(f"Type is mismatched. {pname} {a.dtype} {dtype}")
+        _check_on_current_device(args)
+        c, x, y, z = args
+        if not isinstance(z, ndarray):
+            raise TypeError("output must be an array")
+        shape = np.broadcast_shapes(*(np.shape(a) for a in args))
+        if shape != z.shape:
+            raise ValueError(f"Out shape is mismatched: {shape} vs {z.shape}")
+        np.asarray(z)[...] = np.where(np.asarray(c) != 0, np.asarray(x), np.asarray(y))
+        LAUNCHES.append(("elementwise", self.name, _state.current, z, None, None))
+        return z
+
+
+class RawKernel:
+    """Compiles the real source with the host compiler; runs every thread of a launch."""
+
+    _libs: ClassVar[dict[str, Any]] = {}
+
+    def __init__(self, code: str, name: str) -> None:
+        self.code = code
+        self.name = name
+
+    def _lib(self) -> Any:
+        lib = self._libs.get(self.code)
+        if lib is None:
+            match = re.search(rf"void {self.name}\(\s*const (.+?)\* c, const uint4\* x", self.code)
+            assert match, "unexpected kernel signature"
+            cw = match.group(1)
+            driver = f"""
+extern "C" void run(const {cw}* c, const uint4* x, const uint4* y, uint4* z, long long n,
+                    unsigned grid, unsigned block) {{
+    gridDim.x = grid; blockDim.x = block;
+    for (unsigned b = 0; b < grid; ++b)
+        for (unsigned t = 0; t < block; ++t) {{
+            blockIdx.x = b; threadIdx.x = t;
+            {self.name}(c, x, y, z, n);
+        }}
+}}
+"""
+            assert _state.build_dir is not None
+            directory = _state.build_dir / f"k{len(self._libs)}"
+            directory.mkdir()
+            lib = kh.build(directory, kh.PRELUDE + self.code + driver)
+            self._libs[self.code] = lib
+        return lib
+
+    def __call__(self, grid: tuple[int, ...], block: tuple[int, ...], args: tuple[Any, ...]):
+        (g,) = grid
+        (b,) = block
+        if not (1 <= b <= 1024 and 1 <= g < 2**31):
+            raise ValueError(f"invalid launch: grid {grid}, block {block}")
+        c, x, y, z, n = args
+        if not all(isinstance(a, ndarray) for a in (c, x, y, z)) or type(n) is not np.int64:
+            raise TypeError(f"bad argument types: {[type(a) for a in args]}")
+        _check_on_current_device(args)
+        self._lib().run(kh.ptr(c), kh.ptr(x), kh.ptr(y), kh.ptr(z), int(n), g, b)
+        LAUNCHES.append(("raw", self.name, _state.current, z, g, b))
+
+
+def make(build_dir: Path) -> types.ModuleType:
+    """A fresh module object named ``cupy`` exposing the fakes."""
+    _state.build_dir = build_dir
+    _state.current = 0
+    module = types.ModuleType("cupy")
+    module.ndarray = ndarray  # type: ignore[attr-defined]
+    module.empty = empty  # type: ignore[attr-defined]
+    module.asarray = asarray  # type: ignore[attr-defined]
+    module.ElementwiseKernel = ElementwiseKernel  # type: ignore[attr-defined]
+    module.RawKernel = RawKernel  # type: ignore[attr-defined]
+    module.cuda = types.SimpleNamespace(runtime=_Runtime, Device=Device)  # type: ignore[attr-defined]
+    module.LAUNCHES = LAUNCHES  # type: ignore[attr-defined]
+    module.state = _state  # type: ignore[attr-defined]
+    return module

@@ -1,0 +1,344 @@
+"""The CuPy backend's Python logic, run on the CPU against ``_fake_cupy``.
+
+``backends/cupy_backend.py`` is loaded under a private module name with a CPU
+stand-in for CuPy (see ``_fake_cupy``: NumPy arrays with fake device ids, an
+element-wise kernel that refuses any dtype but the exact raw view, and a
+RawKernel that runs the real vectorized kernel source compiled for the CPU).
+``select`` calls go through the real core (validation, plans, the cached fast
+path). Nothing here says anything about GPU performance or CuPy itself; the
+GPU tests are ``test_cupy_backend.py``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType, SimpleNamespace
+from typing import Any
+
+import _fake_cupy
+import arrayselect.backends
+import numpy as np
+import pytest
+from arrayselect.backends import cupy_kernels as ck
+from arrayselect.backends._fastpath import CachedFastPath
+
+import arrayselect as asel
+from arrayselect import _registry, _select
+
+# The backend modules, wherever the package was installed from.
+BACKENDS = Path(arrayselect.backends.__file__).resolve().parent
+RNG = np.random.default_rng(7)
+DTYPES = [
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+]
+
+
+def _dtype(name: str) -> np.dtype[Any]:
+    if name == "bfloat16":
+        ml_dtypes = pytest.importorskip("ml_dtypes")
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(name)
+
+
+@pytest.fixture(scope="module")
+def emu(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
+    fake = _fake_cupy.make(tmp_path_factory.mktemp("rawkernels"))
+    saved = sys.modules.get("cupy")
+    sys.modules["cupy"] = fake
+    try:
+        spec = importlib.util.spec_from_file_location(
+            "arrayselect.backends._cupy_backend_emulated", BACKENDS / "cupy_backend.py"
+        )
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        if saved is None:
+            del sys.modules["cupy"]
+        else:
+            sys.modules["cupy"] = saved
+    return SimpleNamespace(cupy=fake, module=module)
+
+
+@pytest.fixture
+def cp(emu: SimpleNamespace, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """The fake cupy, with a fresh backend wired into the registry and fast-path table."""
+    fake = emu.cupy
+    backend = emu.module.CupyBackend()
+    real_library_of = _registry.library_of
+
+    def library_of(x: object) -> str | None:
+        return "cupy" if type(x) is fake.ndarray else real_library_of(x)
+
+    monkeypatch.setattr(_registry, "library_of", library_of)
+    monkeypatch.setitem(_registry._backends, ("cupy", False), backend)
+    fast = CachedFastPath(backend, fake.ndarray, "cupy")
+    monkeypatch.setitem(_select._fast_paths, fake.ndarray, fast)
+    fake.LAUNCHES.clear()
+    fake.state.current = 0
+    fake.backend = backend
+    fake.fast = fast
+    return fake  # type: ignore[no-any-return]
+
+
+def _bits(n: int, dtype: np.dtype[Any]) -> np.ndarray:
+    raw = RNG.integers(0, 256, size=n * dtype.itemsize, dtype=np.uint8)
+    raw[: 4 * dtype.itemsize] = 0xFF  # NaN payloads
+    return raw.view(dtype)
+
+
+def _same_bits(got: Any, expected: np.ndarray) -> None:
+    got = np.ascontiguousarray(np.asarray(got))
+    expected = np.ascontiguousarray(expected)
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    np.testing.assert_array_equal(got.view(np.uint8), expected.view(np.uint8))
+
+
+def _on(cp: ModuleType, a: np.ndarray) -> Any:
+    return cp.asarray(a)
+
+
+@pytest.mark.parametrize("name", DTYPES)
+def test_every_dtype_bit_exact(cp: ModuleType, name: str):
+    dtype = _dtype(name)
+    c = RNG.integers(0, 2, 100).astype(bool)
+    t, e = _bits(100, dtype), _bits(100, dtype)
+    expected = np.where(c, t, e)
+    for _ in range(2):  # general path, then the cached fast path
+        _same_bits(asel.select(_on(cp, c), _on(cp, t), _on(cp, e)), expected)
+    kinds = {launch[0] for launch in cp.LAUNCHES}
+    assert kinds == {"elementwise"}  # small: never the vectorized kernel
+    names = {launch[1] for launch in cp.LAUNCHES}
+    assert names == {f"arrayselect_select_c1_v{dtype.itemsize}"}
+
+
+@pytest.mark.parametrize("cond_name", ["int8", "int16", "int32", "int64", "uint16", "uint64"])
+def test_integer_conds_nonzero_is_true_without_a_cast(cp: ModuleType, cond_name: str):
+    cdt = np.dtype(cond_name)
+    raw = RNG.integers(0, 3, 64).astype(np.uint64)
+    raw = np.where(raw == 2, np.uint64(1) << np.uint64(8 * cdt.itemsize - 1), raw)  # top bit only
+    c = raw.astype(f"u{cdt.itemsize}").view(cdt)
+    t, e = np.arange(64, dtype=np.float32), -np.arange(64, dtype=np.float32)
+    _same_bits(asel.select(_on(cp, c), _on(cp, t), _on(cp, e)), np.where(c != 0, t, e))
+    assert cp.LAUNCHES[-1][1] == f"arrayselect_select_c{cdt.itemsize}_v4"
+
+
+def test_python_scalars_match_the_numpy_backend(cp: ModuleType):
+    c = np.array([True, False, True, False])
+    for dtype, scalar in [
+        ("float32", -0.0),
+        ("float16", 1e-7),
+        ("int8", -128),
+        ("uint64", 2**64 - 1),
+        ("complex64", 1.5 - 2j),
+        ("bool", True),
+        ("bfloat16", 3.14159),
+    ]:
+        t = _bits(4, _dtype(dtype))
+        expected = asel.select(c, t, scalar)
+        for _ in range(2):
+            _same_bits(asel.select(_on(cp, c), _on(cp, t), scalar), expected)
+            _same_bits(asel.select(_on(cp, c), scalar, _on(cp, t)), asel.select(c, scalar, t))
+    # two Python scalars: default dtypes, general path (0-d arrays filled on the device)
+    multi = {"cond_broadcast": "multidirectional"}
+    _same_bits(asel.select(_on(cp, c), 1, 2, **multi), asel.select(c, 1, 2, **multi))
+    _same_bits(asel.select(_on(cp, c), 1.5, -0.0, **multi), asel.select(c, 1.5, -0.0, **multi))
+    # an out-of-range scalar on a cached signature: the general path's error
+    t8 = _on(cp, np.zeros(4, np.int8))
+    asel.select(_on(cp, c), t8, 5)
+    with pytest.raises(asel.ScalarOverflowError, match=r"else=300 is out of the range"):
+        asel.select(_on(cp, c), t8, 300)
+
+
+def test_strides_broadcasts_and_modes(cp: ModuleType):
+    base = _bits(6 * 8, np.dtype("float32")).reshape(6, 8)
+    cb = RNG.integers(0, 2, (6, 8)).astype(bool)
+    gb, cgb = _on(cp, base), _on(cp, cb)
+    cases = [
+        (cgb, gb.T.T, gb[::-1], cb, base, base[::-1]),
+        (cgb[:, :1], gb[::2].repeat(2, 0), gb, cb[:, :1], base[::2].repeat(2, 0), base),
+        (cgb.T, gb.T, gb.T[:, ::-1], cb.T, base.T, base.T[:, ::-1]),
+        (
+            cgb[::2, ::2],
+            gb[::2, ::2],
+            gb[1::2, 1::2],
+            cb[::2, ::2],
+            base[::2, ::2],
+            base[1::2, 1::2],
+        ),
+        (cgb[:, :1], gb[:, :1], gb[:1, :], cb[:, :1], base[:, :1], base[:1, :]),
+    ]
+    for c, t, e, hc, ht, he in cases:
+        for _ in range(2):
+            _same_bits(asel.select(c, t, e), np.where(hc, ht, he))
+    # pdpd: cond (3,) fitted at axis 1 of then (2, 3, 4); else (3, 1) likewise
+    then = np.arange(24.0).reshape(2, 3, 4)
+    c3 = np.array([True, False, True])
+    else_ = np.array([[10.0], [20.0], [30.0]])
+    expected = asel.select(c3, then, else_, auto_broadcast="pdpd", axis=1)
+    for _ in range(2):
+        got = asel.select(_on(cp, c3), _on(cp, then), _on(cp, else_), auto_broadcast="pdpd", axis=1)
+        _same_bits(got, expected)
+    # multidirectional: cond enlarges the output
+    c4 = np.ones((2, 1, 1, 1), bool)
+    got = asel.select(_on(cp, c4), _on(cp, then), 0.0, cond_broadcast="multidirectional")
+    assert got.shape == (2, 2, 3, 4)
+    # 0-d and zero-size
+    _same_bits(asel.select(_on(cp, np.array(True)), _on(cp, np.array(1.5)), 2.5), np.array(1.5))
+    n_launches = len(cp.LAUNCHES)
+    z = asel.select(_on(cp, np.zeros((0, 3), bool)), _on(cp, np.zeros((0, 3))), 1.0)
+    assert z.shape == (0, 3) and len(cp.LAUNCHES) == n_launches  # nothing launched
+
+
+def test_out_aliasing(cp: ModuleType):
+    c = RNG.integers(0, 2, 50).astype(bool)
+    t, e = _bits(50, np.dtype("float64")), _bits(50, np.dtype("float64"))
+    expected = np.where(c, t, e)
+    # out is then exactly: written in place, no temporary
+    gt = _on(cp, t)
+    assert asel.select(_on(cp, c), gt, _on(cp, e), out=gt) is gt
+    _same_bits(gt, expected)
+    assert np.shares_memory(cp.LAUNCHES[-1][3], gt)
+    # out is else, through the cached signature too
+    for _ in range(2):
+        ge = _on(cp, e)
+        assert asel.select(_on(cp, c), _on(cp, t), ge, out=ge) is ge
+        _same_bits(ge, expected)
+    # partial overlap: then shifted by one element against out -> via a temporary
+    buf = _on(cp, np.concatenate([t, t[-1:]]))
+    then_view, out_view = buf[1:], buf[:-1]
+    host_then = np.asarray(then_view).copy()
+    assert asel.select(_on(cp, c), then_view, _on(cp, e), out=out_view) is out_view
+    _same_bits(out_view, np.where(c, host_then, e))
+    assert not np.shares_memory(cp.LAUNCHES[-1][3], buf)
+    # strided out
+    big = _on(cp, np.zeros(100))
+    asel.select(_on(cp, c), _on(cp, t), _on(cp, e), out=big[::2])
+    _same_bits(big[::2], expected)
+    _same_bits(big[1::2], np.zeros(50))
+    # an out that repeats elements is refused
+    rep = _on(cp, np.zeros((1, 50))).repeat(1, 0)
+    bad = np.lib.stride_tricks.as_strided(rep, shape=(3, 50), strides=(0, 8), subok=True)
+    with pytest.raises(asel.SelectValueError, match="stride 0 along dimension 0"):
+        asel.select(_on(cp, np.ones((3, 50), bool)), 1.0, _on(cp, np.zeros((3, 50))), out=bad)
+    # wrong dtype / shape: the core's errors
+    with pytest.raises(asel.SelectTypeError, match="out has dtype"):
+        asel.select(_on(cp, c), _on(cp, t), _on(cp, e), out=_on(cp, np.zeros(50, np.float32)))
+    with pytest.raises(asel.SelectShapeError, match="out has shape"):
+        asel.select(_on(cp, c), _on(cp, t), _on(cp, e), out=_on(cp, np.zeros(51)))
+
+
+@pytest.mark.parametrize("value", ["uint8", "float16", "float32", "float64", "complex64"])
+@pytest.mark.parametrize("cond", ["bool", "int8", "uint8"])
+def test_vectorized_path_dispatch(cp: ModuleType, value: str, cond: str):
+    cp.backend.vector_min_size = 256
+    n = 1000 + 3  # a tail for every lane count
+    dtype = np.dtype(value)
+    c = (RNG.integers(0, 2, n) * 3).astype(cond)
+    t, e = _bits(n, dtype), _bits(n, dtype)
+    expected = np.where(c != 0, t, e)
+    for _ in range(2):
+        _same_bits(asel.select(_on(cp, c), _on(cp, t), _on(cp, e)), expected)
+        kind, name, _, _, grid, block = cp.LAUNCHES[-1]
+        assert kind == "raw" and name == f"arrayselect_select_vec_v{dtype.itemsize}"
+        lanes = 16 // dtype.itemsize
+        assert (grid, block) == ck.vector_launch(
+            n, lanes, _fake_cupy.SM_COUNT, _fake_cupy.THREADS_PER_SM
+        )
+    # in place (out is then exactly) stays vectorized
+    gt = _on(cp, t)
+    asel.select(_on(cp, c), gt, _on(cp, e), out=gt)
+    _same_bits(gt, expected)
+    assert cp.LAUNCHES[-1][0] == "raw"
+    # misaligned then (offset by one element), a broadcast, a strided input: element-wise
+    for tt, ee in [
+        (_on(cp, np.concatenate([t[:1], t]))[1:], _on(cp, e)),
+        (_on(cp, t), _on(cp, e[:1])),
+        (_on(cp, np.repeat(t, 2))[::2], _on(cp, e)),
+    ]:
+        got = asel.select(_on(cp, c), tt, ee)
+        _same_bits(got, np.where(c != 0, np.asarray(tt), np.asarray(ee)))
+        assert cp.LAUNCHES[-1][0] == "elementwise"
+    # below the threshold: element-wise
+    asel.select(_on(cp, c[:255]), _on(cp, t[:255]), _on(cp, e[:255]))
+    assert cp.LAUNCHES[-1][0] == "elementwise"
+
+
+def test_no_vectorized_kernel_for_wide_conds_or_16_byte_values(cp: ModuleType):
+    cp.backend.vector_min_size = 16
+    n = 64
+    for cond, value in [("int16", "float32"), ("bool", "complex128")]:
+        c = RNG.integers(0, 2, n).astype(cond)
+        t, e = _bits(n, np.dtype(value)), _bits(n, np.dtype(value))
+        _same_bits(asel.select(_on(cp, c), _on(cp, t), _on(cp, e)), np.where(c != 0, t, e))
+        assert cp.LAUNCHES[-1][0] == "elementwise"
+
+
+def test_devices(cp: ModuleType):
+    c = np.array([True, False, True])
+    t = np.arange(3.0)
+    with cp.cuda.Device(1):
+        c1, t1 = _on(cp, c), _on(cp, t)
+    assert c1.data.device_id == 1 and cp.cuda.runtime.getDevice() == 0
+    for _ in range(2):
+        got = asel.select(c1, t1, -1.0)
+        assert got.data.device_id == 1  # the inputs' device, not the current one
+        assert cp.LAUNCHES[-1][2] == 1
+        assert cp.cuda.runtime.getDevice() == 0  # restored
+        _same_bits(got, np.where(c, t, -1.0))
+    got = asel.select(c1, 1.0, 2.0, cond_broadcast="multidirectional")  # made on cond's device
+    assert got.data.device_id == 1
+    t0 = _on(cp, t)
+    for _ in range(2):  # general path, then the same signature on the fast path
+        with pytest.raises(asel.SelectValueError, match="cond is on GPU 1 and then is on GPU 0"):
+            asel.select(c1, t0, t1)
+    with pytest.raises(asel.SelectValueError, match="on GPU 0"):
+        asel.select(c1, t1, t1, out=_on(cp, np.zeros(3)))
+
+
+def test_kernels_are_created_once(cp: ModuleType, emu: SimpleNamespace):
+    cache = emu.module._elementwise_kernels
+    c = _on(cp, np.array([True, False]))
+    for name in DTYPES:
+        if name == "bfloat16":
+            continue
+        a = _on(cp, np.zeros(2, name))
+        asel.select(c, a, a)
+    created = cp.state.elementwise_created
+    for name in DTYPES:
+        if name == "bfloat16":
+            continue
+        a = _on(cp, np.ones(2, name))
+        asel.select(c, a, a)
+    assert cp.state.elementwise_created == created  # all cached
+    assert set(cache) <= {(1, v) for v in (1, 2, 4, 8, 16)} | {(c, 4) for c in (1, 2, 4, 8)}
+    assert {(1, 1), (1, 2), (1, 4), (1, 8), (1, 16)} <= set(cache)
+
+
+def test_scalar_array_and_queries(cp: ModuleType):
+    backend = cp.backend
+    with cp.cuda.Device(2):
+        like = _on(cp, np.zeros(3))
+    a = backend.scalar_array(-0.0, np.dtype("float32"), like)
+    assert a.shape == () and a.dtype == np.float32 and a.data.device_id == 2
+    assert np.asarray(a).view(np.uint32) == 0x80000000
+    b = backend.scalar_array(7, None, like)
+    assert b.dtype == np.int64 and int(b) == 7
+    assert backend.device_of(like) == 2
+    backend.check_devices([("cond", like), ("then", like)])

@@ -1,0 +1,709 @@
+"""CPU-side tests of the CuPy backend: everything that needs no GPU (and no CuPy).
+
+* the dtype -> kernel mapping for every NumPy / ml_dtypes dtype and cond dtype;
+* the kernels' C code, *executed* on the CPU: the element-wise operation and the
+  whole vectorized RawKernel are compiled with the host C++ compiler behind a
+  small harness that stands in for CUDA's built-ins (``uint4``, ``blockIdx``, ...)
+  and runs every (block, thread) in turn, then compared bit for bit with NumPy;
+* where ``nvcc`` is installed: the vectorized kernels, and (with CuPy importable)
+  the exact source CuPy generates for each element-wise kernel, compiled to PTX
+  for sm_90 and checked for 16-byte loads and the absence of floating-point work;
+* launch parameters, the eligibility rule, overlap analysis;
+* the cached fast path (driven with NumPy arrays): results and errors identical
+  to the general path;
+* the registry entry, and that ``import arrayselect`` does not import CuPy.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import _kernel_harness as kh
+import arrayselect.backends
+import numpy as np
+import pytest
+from arrayselect.backends import cupy_kernels as ck
+from arrayselect.backends._fastpath import CachedFastPath
+from arrayselect.backends.numpy_backend import NumpyBackend
+
+import arrayselect as asel
+from arrayselect import _registry
+
+# The backend modules, wherever the package was installed from.
+BACKENDS = Path(arrayselect.backends.__file__).resolve().parent
+COND_DTYPES = [np.dtype(n) for n in ("bool", "int8", "int16", "int32", "int64")] + [
+    np.dtype(n) for n in ("uint8", "uint16", "uint32", "uint64")
+]
+VALUE_NAMES = [
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+]
+ML_NAMES = ["bfloat16", "float8_e4m3fn", "float8_e5m2", "int4", "uint4"]
+
+
+def _value_dtypes() -> list[np.dtype[Any]]:
+    dtypes = [np.dtype(n) for n in VALUE_NAMES]
+    try:
+        import ml_dtypes
+    except ImportError:
+        return dtypes
+    return dtypes + [np.dtype(getattr(ml_dtypes, n)) for n in ML_NAMES if hasattr(ml_dtypes, n)]
+
+
+VALUE_DTYPES = _value_dtypes()
+RNG = np.random.default_rng(20240607)
+
+
+def _random_bits(n: int, itemsize: int) -> np.ndarray:
+    """``n`` random elements as raw bytes, including NaN-like and zero patterns."""
+    raw = RNG.integers(0, 256, size=(n, itemsize), dtype=np.uint8)
+    raw[::7] = 0xFF  # all-ones: a NaN with a full payload for every float width
+    raw[3::11] = 0
+    return raw
+
+
+def _conds(n: int, dtype: np.dtype[Any]) -> np.ndarray:
+    """Condition values with true bits only in high bytes (catch a narrowing view)."""
+    if dtype == np.bool_:
+        return RNG.integers(0, 2, size=n).astype(bool)
+    size = dtype.itemsize
+    values = RNG.integers(0, 3, size=n).astype(np.uint64)
+    high = np.uint64(1) << np.uint64(8 * size - 1)  # only the top bit set: nonzero
+    values = np.where(values == 2, high, values)
+    return values.astype(f"u{size}").view(dtype)
+
+
+# ------------------------------------------------------------------ dtype mapping
+
+
+@pytest.mark.parametrize("cond_dtype", COND_DTYPES, ids=str)
+@pytest.mark.parametrize("value_dtype", VALUE_DTYPES, ids=str)
+def test_elementwise_spec_every_dtype(cond_dtype: np.dtype[Any], value_dtype: np.dtype[Any]):
+    spec = ck.elementwise_spec(cond_dtype, value_dtype)
+    cond_raw = np.dtype(spec.cond_dtype)
+    value_raw = np.dtype(spec.value_dtype)
+    assert cond_raw.kind == "u" and cond_raw.itemsize == cond_dtype.itemsize
+    assert value_raw.itemsize == value_dtype.itemsize
+    assert value_raw.kind == ("c" if value_dtype.itemsize == 16 else "u")
+    assert spec.cond_ctype == ck.C_TYPES[spec.cond_dtype]
+    assert spec.value_ctype == ck.C_TYPES[spec.value_dtype]
+    assert spec.in_params == f"{spec.cond_dtype} c, {spec.value_dtype} x, {spec.value_dtype} y"
+    assert spec.out_params == f"{spec.value_dtype} z"
+    assert spec.name == f"arrayselect_select_c{cond_dtype.itemsize}_v{value_dtype.itemsize}"
+    # NumPy can take the views the backend takes (same item size, any strides).
+    np.zeros(3, value_dtype)[::2].view(value_raw)
+    np.zeros(3, cond_dtype)[::2].view(cond_raw)
+
+
+def test_specs_are_shared_by_item_size():
+    specs = {ck.elementwise_spec(c, v) for c in COND_DTYPES for v in VALUE_DTYPES}
+    assert len(specs) == len({(c.itemsize, v.itemsize) for c in COND_DTYPES for v in VALUE_DTYPES})
+    assert len(specs) <= 4 * 5
+    f32 = ck.elementwise_spec(np.dtype(bool), np.dtype("float32"))
+    assert f32 == ck.elementwise_spec(np.dtype("uint8"), np.dtype("int32"))
+    assert f32 == ck.elementwise_spec(np.dtype("int8"), np.dtype("uint32"))
+    assert f32 != ck.elementwise_spec(np.dtype("int16"), np.dtype("float32"))
+
+
+@pytest.mark.parametrize("bad", ["float32", "float16", "complex64", "V4", "U1"])
+def test_elementwise_spec_rejects_non_integer_cond(bad: str):
+    with pytest.raises(ValueError, match="cond dtype"):
+        ck.elementwise_spec(np.dtype(bad), np.dtype("float32"))
+
+
+@pytest.mark.parametrize("bad", ["V3", "V32", "S5", "S12"])
+def test_elementwise_spec_rejects_odd_item_sizes(bad: str):
+    with pytest.raises(ValueError, match="no raw type"):
+        ck.elementwise_spec(np.dtype(bool), np.dtype(bad))
+
+
+def test_vector_spec_mapping():
+    for value_size in (1, 2, 4, 8):
+        spec = ck.vector_spec(1, value_size)
+        assert spec is not None
+        assert spec.lanes * value_size == 16
+        assert spec.value_ctype == ck.C_TYPES[ck.VALUE_RAW_DTYPES[value_size]]
+        assert spec.name == f"arrayselect_select_vec_v{value_size}"
+        assert f"void {spec.name}(" in spec.source
+    assert ck.vector_spec(1, 16) is None
+    for cond_size in (2, 4, 8):
+        assert ck.vector_spec(cond_size, 4) is None
+
+
+# ------------------------------------------------------------------ the C code, run on the CPU
+
+
+def _elementwise_harness() -> str:
+    """One C function per spec, running its operation the way CuPy binds the params."""
+    parts = [kh.PRELUDE]
+    for cond_size, value_size in itertools.product(ck.COND_RAW_DTYPES, ck.VALUE_RAW_DTYPES):
+        spec = ck._elementwise_spec(cond_size, value_size)
+        c, v = spec.cond_ctype, spec.value_ctype
+        parts.append(
+            textwrap.dedent(f"""
+            static_assert(sizeof({c}) == {cond_size}, "cond C type size");
+            static_assert(sizeof({v}) == {value_size}, "value C type size");
+            extern "C" void {spec.name}(const {c}* _raw_c, const {v}* _raw_x,
+                                         const {v}* _raw_y, {v}* _raw_z, long long n) {{
+                for (long long i = 0; i < n; ++i) {{
+                    const {c} &c = _raw_c[i];
+                    const {v} &x = _raw_x[i];
+                    const {v} &y = _raw_y[i];
+                    {v} &z = _raw_z[i];
+                    {spec.operation}
+                }}
+            }}
+            """)
+        )
+    return "\n".join(parts)
+
+
+@pytest.fixture(scope="module")
+def elementwise_lib(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
+    return kh.build(tmp_path_factory.mktemp("elementwise"), _elementwise_harness())
+
+
+@pytest.mark.parametrize("cond_dtype", COND_DTYPES, ids=str)
+@pytest.mark.parametrize(
+    "value_name", ["bool", "uint8", "float16", "float32", "float64", "complex64", "complex128"]
+)
+def test_elementwise_operation_runs_bit_exact(
+    elementwise_lib: ctypes.CDLL, cond_dtype: np.dtype[Any], value_name: str
+):
+    n = 1000
+    value_dtype = np.dtype(value_name)
+    spec = ck.elementwise_spec(cond_dtype, value_dtype)
+    size = value_dtype.itemsize
+    x = _random_bits(n, size).view(value_dtype).reshape(n)
+    y = _random_bits(n, size).view(value_dtype).reshape(n)
+    cond = _conds(n, cond_dtype)
+    c_raw = cond.view(spec.cond_dtype)
+    x_raw, y_raw = x.view(spec.value_dtype), y.view(spec.value_dtype)
+    z_raw = np.empty_like(x_raw)
+    getattr(elementwise_lib, spec.name)(
+        kh.ptr(c_raw), kh.ptr(x_raw), kh.ptr(y_raw), kh.ptr(z_raw), ctypes.c_longlong(n)
+    )
+    expected = np.where(
+        cond != 0, x.view(np.uint8).reshape(n, size).T, y.view(np.uint8).reshape(n, size).T
+    ).T
+    np.testing.assert_array_equal(z_raw.view(np.uint8).reshape(n, size), expected)
+    # Out aliasing then exactly: each element read before it is written.
+    x_copy = x_raw.copy()
+    getattr(elementwise_lib, spec.name)(
+        kh.ptr(c_raw), kh.ptr(x_copy), kh.ptr(y_raw), kh.ptr(x_copy), ctypes.c_longlong(n)
+    )
+    np.testing.assert_array_equal(x_copy.view(np.uint8), z_raw.view(np.uint8))
+
+
+@pytest.fixture(scope="module")
+def vector_lib(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
+    specs = [ck.vector_spec(1, v) for v in (1, 2, 4, 8)]
+    harness = kh.vector_harness([s for s in specs if s is not None])
+    return kh.build(tmp_path_factory.mktemp("vector"), harness)
+
+
+@pytest.mark.parametrize("value_size", [1, 2, 4, 8])
+@pytest.mark.parametrize("n", [0, 1, 2, 15, 16, 17, 33, 1000, 4099])
+@pytest.mark.parametrize("launch", [(1, 16), (3, 32), "derived"])
+def test_vector_kernel_runs_bit_exact(
+    vector_lib: ctypes.CDLL, value_size: int, n: int, launch: Any
+):
+    spec = ck.vector_spec(1, value_size)
+    assert spec is not None
+    raw = np.dtype(ck.VALUE_RAW_DTYPES[value_size])
+    grid, block = ck.vector_launch(n, spec.lanes, sm_count=2) if launch == "derived" else launch
+    for cond_name in ("bool", "int8", "uint8"):
+        cond = kh.aligned_empty(n, np.dtype(cond_name))
+        cond[...] = _conds(n, np.dtype(cond_name))
+        x, y, z = (kh.aligned_empty(n, raw) for _ in range(3))
+        x[...] = _random_bits(n, value_size).view(raw).reshape(n)
+        y[...] = _random_bits(n, value_size).view(raw).reshape(n)
+        z[...] = 0
+        run = getattr(vector_lib, f"run_{spec.name}")
+        args = (ctypes.c_longlong(n), ctypes.c_uint(grid), ctypes.c_uint(block))
+        run(kh.ptr(cond), kh.ptr(x), kh.ptr(y), kh.ptr(z), *args)
+        expected = np.where(cond.view(np.uint8) != 0, x, y)
+        np.testing.assert_array_equal(z, expected)
+        # out aliasing else exactly
+        run(kh.ptr(cond), kh.ptr(x), kh.ptr(y), kh.ptr(y), *args)
+        np.testing.assert_array_equal(y, expected)
+
+
+# ------------------------------------------------------------------ nvcc: the real CUDA compiler
+
+
+def _nvcc() -> str:
+    path = shutil.which("nvcc")
+    if path is None:
+        pytest.skip("nvcc is not installed (compile check of the CUDA sources)")
+    return path
+
+
+def _ptx(tmp: Path, source: str, options: list[str]) -> str:
+    cu = tmp / "kernels.cu"
+    cu.write_text(source)
+    out = tmp / "kernels.ptx"
+    cmd = [_nvcc(), "--ptx", "-arch=sm_90", "-o", str(out), *options, str(cu)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stderr}"
+    return out.read_text()
+
+
+def _entries(ptx: str) -> dict[str, str]:
+    """PTX text of each ``.entry``."""
+    pieces = re.split(r"\.visible \.entry (\w+)\(", ptx)
+    return dict(zip(pieces[1::2], pieces[2::2], strict=True))
+
+
+_FLOAT_WORK = re.compile(
+    r"\b(add|sub|mul|div|fma|mad|cvt|setp|min|max|neg|abs|rcp|sqrt)\.\S*f(16|32|64)\b"
+)
+
+
+def test_vector_kernels_compile_with_nvcc_to_16_byte_moves(tmp_path: Path):
+    specs = [ck.vector_spec(1, v) for v in (1, 2, 4, 8)]
+    ptx = _ptx(tmp_path, "\n".join(s.source for s in specs if s is not None), [])
+    entries = _entries(ptx)
+    for spec in specs:
+        assert spec is not None
+        body = entries[spec.name]
+        assert body.count("ld.global.v4.u32") >= 2, f"{spec.name}: no 16-byte loads"
+        assert "st.global.v4.u32" in body, f"{spec.name}: no 16-byte stores"
+        assert not _FLOAT_WORK.search(body), f"{spec.name}: floating-point instruction"
+
+
+def test_cupy_generated_elementwise_kernels_compile_with_nvcc(tmp_path: Path):
+    """The exact source CuPy generates for each spec (needs CuPy importable, no GPU)."""
+    nvcc = _nvcc()
+    cupy = pytest.importorskip("cupy", reason="cupy is not installed")
+    from cupy._core import _carray, _kernel, core
+
+    sources = []
+    for cond_size, value_size in itertools.product(ck.COND_RAW_DTYPES, ck.VALUE_RAW_DTYPES):
+        spec = ck._elementwise_spec(cond_size, value_size)
+        in_params = _kernel._get_param_info(spec.in_params, True)
+        out_params = _kernel._get_param_info(spec.out_params, False)
+        dtypes = [np.dtype(spec.cond_dtype)] + [np.dtype(spec.value_dtype)] * 3
+        # Fixed parameter types accept exactly the raw views: CuPy adds no cast.
+        in_types, out_types, type_map = _kernel._decide_params_type(
+            in_params, out_params, tuple(dtypes[:3]), tuple(dtypes[3:])
+        )
+        assert list(in_types) + list(out_types) == dtypes
+        for p, ctype in zip(
+            in_params + out_params, [spec.cond_ctype] + [spec.value_ctype] * 3, strict=True
+        ):
+            assert p.ctype == ctype
+        params = in_params + out_params + (_kernel.ParameterInfo("CIndexer _ind", False),)
+        arginfos = tuple(_kernel._ArgInfo(1, cupy.ndarray, d, 2, False, True) for d in dtypes)
+        arginfos += (_kernel._ArgInfo(2, _carray.Indexer, None, 2, False, True),)
+        sources.append(
+            _kernel._get_elementwise_kernel_code(
+                arginfos, type_map, params, spec.operation, spec.name, ""
+            )
+        )
+    headers = "".join(f"#include <{h}>\n" for h in core._cupy_header_list)
+    options = list(core.assemble_cupy_compiler_options(()))
+    assert nvcc
+    entries = _entries(_ptx(tmp_path, headers + "\n".join(sources), options))
+    for cond_size, value_size in itertools.product(ck.COND_RAW_DTYPES, ck.VALUE_RAW_DTYPES):
+        spec = ck._elementwise_spec(cond_size, value_size)
+        body = entries[spec.name]
+        assert not _FLOAT_WORK.search(body), f"{spec.name}: floating-point instruction"
+        assert f"ld.global.u{8 * cond_size}" in body, f"{spec.name}: cond not read whole"
+
+
+# ------------------------------------------------------------------ launch parameters
+
+
+def test_vector_launch_parameters():
+    # 2**28 float32 on a 132-SM device: one resident wave of 256-thread blocks.
+    assert ck.vector_launch(1 << 28, 4, sm_count=132) == (132 * 8, 256)
+    assert ck.vector_launch(1 << 28, 4, sm_count=132, threads_per_sm=1024) == (132 * 4, 256)
+    assert ck.vector_launch(4096, 4, sm_count=132) == (4, 256)
+    assert ck.vector_launch(4099, 4, sm_count=132) == (4, 256)  # 1024 words + a tail
+    assert ck.vector_launch(4100, 4, sm_count=132) == (5, 256)
+    assert ck.vector_launch(0, 4, sm_count=132) == (1, 256)
+    assert ck.vector_launch(3, 16, sm_count=1) == (1, 256)
+    for bad in [dict(n=-1), dict(lanes=0), dict(sm_count=0), dict(block=8), dict(lanes=32)]:
+        args: dict[str, Any] = dict(n=10, lanes=4, sm_count=1, block=16) | bad
+        with pytest.raises(ValueError):
+            ck.vector_launch(args.pop("n"), args.pop("lanes"), args.pop("sm_count"), **args)
+
+
+@pytest.mark.parametrize("lanes", [2, 4, 8, 16])
+@pytest.mark.parametrize("n", [0, 1, 17, 255, 4096, 100_003])
+@pytest.mark.parametrize("sm_count", [1, 3, 132])
+def test_vector_launch_covers_every_element_once(lanes: int, n: int, sm_count: int):
+    """Emulate the kernel's index arithmetic: each element written exactly once."""
+    grid, block = ck.vector_launch(n, lanes, sm_count, threads_per_sm=512)
+    hits = np.zeros(n, np.int64)
+    n_words = n // lanes
+    threads = np.arange(grid * block)
+    for i0 in range(0, max(n_words, 1), grid * block):
+        words = i0 + threads
+        words = words[words < n_words]
+        for k in range(lanes):
+            np.add.at(hits, words * lanes + k, 1)
+    tail = n - n_words * lanes
+    tail_threads = threads[threads < tail]
+    np.add.at(hits, n_words * lanes + tail_threads, 1)
+    assert (hits == 1).all()
+
+
+# ------------------------------------------------------------------ layouts, overlap, eligibility
+
+
+def _layout(a: np.ndarray) -> ck.ArrayLayout:
+    return ck.ArrayLayout(a.ctypes.data, a.shape, a.strides, a.itemsize)
+
+
+def _views(base: np.ndarray) -> list[np.ndarray]:
+    return [
+        base,
+        base.T,
+        base[::2],
+        base[:, ::-1],
+        base[1:],
+        base[:, 1:3],
+        base[::-1, ::-2],
+        base[2:3],
+        base[:0],
+        base.reshape(-1),
+        base[:, :1],
+        np.broadcast_to(base[:1], base.shape),
+    ]
+
+
+def test_is_c_contiguous_matches_numpy():
+    base = np.zeros((6, 5), np.float32)
+    odd = [
+        np.zeros((1, 3)),
+        np.zeros((3, 1))[::2],
+        np.zeros(()),
+        base[0],
+        base[::2][:1],
+        base[:1, ::2],
+    ]
+    for v in _views(base) + odd:
+        assert ck.is_c_contiguous(v.shape, v.strides, v.itemsize) == v.flags.c_contiguous, (
+            v.shape,
+            v.strides,
+        )
+
+
+def test_byte_bounds_and_overlap_none_match_numpy():
+    base = np.zeros((6, 5), np.float32)
+    views = _views(base)
+    for a, b in itertools.product(views, repeat=2):
+        kind = ck.overlap(_layout(a), _layout(b))
+        assert (kind != "none") == (np.may_share_memory(a, b) and a.size > 0 and b.size > 0)
+    for v in views:
+        low, high = ck.byte_bounds(_layout(v))
+        if v.size:
+            offsets = (
+                np.array(np.unravel_index(np.arange(v.size), v.shape)).T @ np.array(v.strides)
+                if v.ndim
+                else np.zeros(1, np.int64)
+            )
+            assert low == v.ctypes.data + offsets.min()
+            assert high == v.ctypes.data + offsets.max() + v.itemsize
+
+
+def test_overlap_kinds():
+    base = np.zeros((6, 5), np.float32)
+    other = np.zeros((6, 5), np.float32)
+    L = _layout
+    assert ck.overlap(L(other), L(base)) == "none"
+    assert ck.overlap(L(base), L(base)) == "exact"
+    assert ck.overlap(L(base[:, ::2]), L(base[:, ::2])) == "exact"
+    assert ck.overlap(L(base.T), L(base.T)) == "exact"
+    assert ck.overlap(L(base[1:]), L(base[:-1])) == "partial"  # shifted by a row
+    assert ck.overlap(L(base.T), L(base.reshape(5, 6))) == "partial"  # same bytes, other order
+    assert ck.overlap(L(base[:1]), L(base)) == "partial"  # broadcast row read while written
+    assert ck.overlap(L(base.view(np.uint8)[:, ::4]), L(base)) == "partial"  # other itemsize
+    assert ck.overlap(L(base[:, :1]), L(base[:, :1])) == "exact"
+    # An input with fewer dims, broadcast against out's size-1 dims: exact.
+    col = base[:, 0]
+    assert ck.overlap(L(col[:, None]), L(col[None, :, None])) == "exact"
+    assert ck.overlap(L(col[None, :]), L(col[:, None])) == "partial"  # (1, 6) vs (6, 1)
+    assert ck.overlap(L(base[:0]), L(base)) == "none"
+
+
+def _eligible_set(n: int, value: str = "float32", cond: str = "bool") -> dict[str, np.ndarray]:
+    dtype = np.dtype(value)
+    return {
+        "cond": kh.aligned_empty(n, np.dtype(cond)),
+        "then": kh.aligned_empty(n, dtype),
+        "else_": kh.aligned_empty(n, dtype),
+        "out": kh.aligned_empty(n, dtype),
+    }
+
+
+def _eligible(arrays: dict[str, np.ndarray], min_size: int = 64) -> ck.VectorSpec | None:
+    return ck.vector_eligible(
+        *(_layout(arrays[k]) for k in ("cond", "then", "else_", "out")), min_size=min_size
+    )
+
+
+def test_vector_eligibility():
+    n = 1024
+    arrays = _eligible_set(n)
+    spec = _eligible(arrays)
+    assert spec is not None and spec.lanes == 4
+    assert _eligible(arrays, min_size=n + 1) is None  # too small
+    assert _eligible(_eligible_set(n, "float64")) == ck.vector_spec(1, 8)
+    assert _eligible(_eligible_set(n, "uint8", "int8")) == ck.vector_spec(1, 1)
+    assert _eligible(_eligible_set(n, "complex128")) is None  # 16-byte values
+    assert _eligible(_eligible_set(n, "float32", "int32")) is None  # 4-byte cond
+    assert _eligible(_eligible_set(0)) is None
+    # Shapes and layouts
+    two_d = {k: v.reshape(32, 32) for k, v in arrays.items()}
+    assert _eligible(two_d) is not None
+    assert _eligible(two_d | {"then": two_d["then"].T}) is None  # transposed
+    assert _eligible(two_d | {"cond": two_d["cond"][:1]}) is None  # broadcast cond
+    big = kh.aligned_empty(2 * n, np.dtype("float32"))
+    assert _eligible(arrays | {"else_": big[::2]}) is None  # strided
+    # Alignment
+    shifted = kh.aligned_empty(n + 4, np.dtype("float32"))[1 : n + 1]
+    assert _eligible(arrays | {"then": shifted}) is None
+    assert _eligible(arrays | {"out": shifted}) is None
+    cond_shift = kh.aligned_empty(n + 4, np.dtype(bool))
+    assert _eligible(arrays | {"cond": cond_shift[4 : n + 4]}) is not None  # 4-aligned: ok
+    assert _eligible(arrays | {"cond": cond_shift[2 : n + 2]}) is None
+    # Overlap: exact aliasing is fine, partial is not
+    assert _eligible(arrays | {"out": arrays["then"]}) is not None
+    overlapping = kh.aligned_empty(n + 4, np.dtype("float32"))
+    assert _eligible(arrays | {"then": overlapping[:n], "out": overlapping[4 : n + 4]}) is None
+
+
+# ------------------------------------------------------------------ the cached fast path (NumPy)
+
+
+class _TracingBackend(NumpyBackend):
+    """NumPy backend with the FastBackend hooks; arrays may be assigned fake devices."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.devices: dict[int, int] = {}
+        self.executed = 0
+
+    def device_of(self, x: Any) -> int:
+        return self.devices.get(id(x), 0)
+
+    def check_devices(self, named: list[tuple[str, Any]]) -> None:
+        first_name, first = named[0]
+        for name, x in named[1:]:
+            if self.device_of(x) != self.device_of(first):
+                raise asel.SelectValueError(f"{first_name} and {name} on different devices")
+
+    def execute(self, cond: Any, then: Any, else_: Any, plan: Any, dtype: Any, out: Any) -> Any:
+        self.executed += 1
+        then = np.asarray(then, dtype=dtype)
+        else_ = np.asarray(else_, dtype=dtype)
+        return self.select(cond, then, else_, plan, out)
+
+
+@pytest.fixture
+def traced(monkeypatch: pytest.MonkeyPatch) -> tuple[_TracingBackend, CachedFastPath]:
+    backend = _TracingBackend()
+    monkeypatch.setitem(_registry._factories, "numpy", lambda xp: backend)
+    monkeypatch.setitem(_registry._backends, ("numpy", False), backend)
+    return backend, CachedFastPath(backend, np.ndarray, "numpy", maxsize=8)
+
+
+def _outcome(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    try:
+        result = fn(*args, **kwargs)
+    except Exception as exc:
+        return (type(exc), str(exc))
+    return ("ok", result.dtype, result.shape, result.tobytes())
+
+
+def _general(
+    cond: Any,
+    then: Any,
+    else_: Any,
+    ab: str = "numpy",
+    axis: int = -1,
+    cb: str = "unidirectional",
+    out: Any = None,
+) -> Any:
+    return asel.select(cond, then, else_, auto_broadcast=ab, axis=axis, cond_broadcast=cb, out=out)
+
+
+def test_fast_path_matches_general_path(traced: tuple[_TracingBackend, CachedFastPath]):
+    backend, fast = traced
+    c = np.array([[True, False, True]])
+    cases: list[tuple[Any, ...]] = [
+        (c, np.arange(3.0), -1.0),
+        (c, np.arange(3.0), 1e300 * 10),  # inf: allowed
+        (c, np.arange(3, dtype=np.float16), 1e10),  # finite overflow
+        (c, np.arange(3, dtype=np.int8), 300),  # int overflow
+        (c, 7, np.arange(3, dtype=np.uint8)),
+        (c, -7, np.arange(3, dtype=np.uint8)),  # negative into uint
+        (c.astype(np.int16) * 256, np.arange(3, dtype=np.int32), np.full(3, 5, np.int32)),
+        (c, np.arange(3.0), np.arange(3, dtype=np.float32)),  # dtype mismatch
+        (c, np.zeros((2, 1)), np.ones((1, 3))),
+        (np.ones((2, 2), bool), np.zeros((2, 3)), 1.0),  # shape error
+        (c, 1.5j, np.zeros(3, np.complex64)),
+        (c, True, np.zeros(3, bool)),
+        (c, 1, np.zeros(3, bool)),  # int into bool: type error
+    ]
+    for args in cases:
+        for _ in range(3):  # miss, then hits
+            assert _outcome(fast, *args, "numpy", -1, "unidirectional", None) == _outcome(
+                _general, *args
+            ), args
+    assert backend.executed > 0
+    # pdpd and multidirectional plans are cached too
+    then = np.arange(24.0).reshape(2, 3, 4)
+    for _ in range(2):
+        got = fast(np.array([True, False, True]), then, 0.0, "pdpd", 1, "unidirectional", None)
+        np.testing.assert_array_equal(
+            got, _general(np.array([True, False, True]), then, 0.0, "pdpd", 1)
+        )
+        got = fast(np.ones((2, 1, 1, 1), bool), then, 0.0, "numpy", -1, "multidirectional", None)
+        assert got.shape == (2, 2, 3, 4)
+
+
+def test_fast_path_rechecks_what_the_signature_does_not_fix(
+    traced: tuple[_TracingBackend, CachedFastPath],
+):
+    backend, fast = traced
+    c = np.array([True, False, True])
+    t = np.arange(3, dtype=np.int8)
+    assert _outcome(fast, c, t, 100, "numpy", -1, "unidirectional", None)[0] == "ok"
+    executed = backend.executed
+    # Same signature, out-of-range value: the general path's exact error.
+    assert _outcome(fast, c, t, 1000, "numpy", -1, "unidirectional", None) == _outcome(
+        _general, c, t, 1000
+    )
+    assert _outcome(fast, c, t, 99, "numpy", -1, "unidirectional", None)[0] == "ok"
+    assert backend.executed == executed + 1
+    # Devices: same shapes, but then on another device.
+    e = np.zeros(3, np.int8)
+    assert _outcome(fast, c, t, e, "numpy", -1, "unidirectional", None)[0] == "ok"
+    t2 = t.copy()
+    backend.devices[id(t2)] = 1
+    err = _outcome(fast, c, t2, e, "numpy", -1, "unidirectional", None)
+    assert err == _outcome(_general, c, t2, e) and err[0] is asel.SelectValueError
+    # out= : same signature, read-only out is refused exactly as the general path does.
+    out = np.empty(3, np.int8)
+    assert fast(c, t, e, "numpy", -1, "unidirectional", out) is out
+    ro = np.empty(3, np.int8)
+    ro.flags.writeable = False
+    assert _outcome(fast, c, t, e, "numpy", -1, "unidirectional", ro) == _outcome(
+        _general, c, t, e, out=ro
+    )
+
+
+def test_fast_path_steps_aside(
+    traced: tuple[_TracingBackend, CachedFastPath], monkeypatch: pytest.MonkeyPatch
+):
+    _, fast = traced
+    c = np.array([True, False])
+    t = np.zeros(2)
+    # Options of unusual types (unhashable too) and non-array values go to the general path.
+    assert fast(c, t, 1.0, "numpy", [1], "unidirectional", None) is NotImplemented
+    assert fast(c, t, 1.0, "numpy", True, "unidirectional", None) is NotImplemented
+    assert fast(c, t, 1.0, "numpy", np.int64(-1), "unidirectional", None) is NotImplemented
+    assert fast(c, t, [1.0, 2.0], "numpy", -1, "unidirectional", None) is NotImplemented
+    assert fast(c, 1.0, 2.0, "numpy", -1, "unidirectional", None) is NotImplemented
+    assert fast(c, t, 1.0, "numpy", -1, "unidirectional", [0.0]) is NotImplemented
+    assert fast(c.tolist(), t, 1.0, "numpy", -1, "unidirectional", None) is NotImplemented
+    with asel.force_portable():
+        assert fast(c, t, 1.0, "numpy", -1, "unidirectional", None) is NotImplemented
+    monkeypatch.setitem(_registry._backends, ("numpy", False), NumpyBackend())
+    assert fast(c, t, 1.0, "numpy", -1, "unidirectional", None) is NotImplemented
+    assert len(fast) == 0
+
+
+def test_fast_path_cache_is_bounded(traced: tuple[_TracingBackend, CachedFastPath]):
+    _, fast = traced
+    for n in range(1, 30):
+        fast(np.ones(n, bool), np.zeros(n), 1.0, "numpy", -1, "unidirectional", None)
+        assert len(fast) <= fast.maxsize
+    assert len(fast) == fast.maxsize
+    fast.clear()
+    assert len(fast) == 0
+    with pytest.raises(ValueError):
+        CachedFastPath(NumpyBackend(), np.ndarray, "numpy", maxsize=0)
+
+
+# ------------------------------------------------------------------ registry and imports
+
+
+def test_registry_maps_cupy_to_the_backend_factory():
+    assert _registry._BUILTIN["cupy"] == "arrayselect.backends.cupy_backend:create"
+    source = (BACKENDS / "cupy_backend.py").read_text()
+    assert re.search(r"^def create\(xp: ModuleType\) -> CupyBackend:", source, re.M)
+    assert "register_fast_path(cupy.ndarray" in source
+
+
+def test_import_arrayselect_does_not_import_cupy():
+    code = textwrap.dedent("""
+        import sys
+
+        class Block:
+            def find_spec(self, name, path=None, target=None):
+                if name == "cupy" or name.startswith("cupy."):
+                    raise ImportError("cupy import attempted")
+                return None
+
+        sys.meta_path.insert(0, Block())
+        import numpy as np
+        import arrayselect as asel
+        import arrayselect.backends.cupy_kernels
+        import arrayselect.backends._fastpath
+        asel.select(np.array([True, False]), np.arange(2), 0)
+        assert "cupy" not in sys.modules
+        print("ok")
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
+
+
+# ------------------------------------------------------------------ with CuPy importable (no GPU)
+
+
+def test_cupy_typenames_match_the_spec_c_types():
+    pytest.importorskip("cupy", reason="cupy is not installed")
+    from cupy._core import _scalar
+
+    for raw, ctype in ck.C_TYPES.items():
+        assert _scalar.get_typename(np.dtype(raw)) == ctype
+
+
+def test_cupy_backend_queries_without_a_gpu():
+    pytest.importorskip("cupy", reason="cupy is not installed")
+    from arrayselect.backends import cupy_backend
+
+    backend = cupy_backend.CupyBackend()
+    assert backend.supports_out and backend.name == "cupy"
+    assert backend.dtype_kind(np.dtype("int16")) == "int"
+    assert backend.dtype_kind(np.dtype("complex64")) == "complex"
+    assert backend.int_range(np.dtype("uint8")) == (0, 255)
+    assert backend.float_max(np.dtype("float16")) == 65504.0
+    assert backend.default_dtype(int) == np.int64
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    assert backend.dtype_kind(np.dtype(ml_dtypes.bfloat16)) == "float"

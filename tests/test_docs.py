@@ -25,8 +25,11 @@ import pkgutil
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+import arrayselect
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 PAGES = sorted(p for p in DOCS.glob("*.md") if p.name != "README.md")
@@ -180,7 +183,7 @@ def test_page_examples(page: Path) -> None:
 
 
 def _modules() -> list[str]:
-    import arrayselect.backends
+    import arrayselect.backends  # the built-in backends live in their own package
 
     names = ["arrayselect", "arrayselect.backends"]
     for package in (arrayselect, arrayselect.backends):
@@ -202,3 +205,78 @@ def test_docstring_examples(name: str) -> None:
         if test.examples:
             runner.run(test, out=output.append)
     assert not runner.failures, "".join(output)
+
+
+# --------------------------------------------------------------------------- build tools
+
+
+def _ext(name: str) -> Any:
+    """A module of ``docs/_ext`` (they need matplotlib, from the docs extra)."""
+    pytest.importorskip("matplotlib", reason="matplotlib is in the docs extra")
+    import sys
+
+    path = str(DOCS / "_ext")
+    if path not in sys.path:
+        sys.path.insert(0, path)
+    return importlib.import_module(name)
+
+
+def test_perf_reads_asv_results(tmp_path: Path) -> None:
+    """The performance page's plots read asv's result files (format 2)."""
+    import json
+
+    perf_data = _ext("perf_data")
+    machine = tmp_path / "asv_benchmarks" / ".asv" / "results" / "box"
+    machine.mkdir(parents=True)
+    (machine / "machine.json").write_text("{}")
+    columns = ["result", "params", "version", "started_at", "duration"]
+    params = [["'numpy'", "'dask'"], ["1000", "100000"]]
+    result = {
+        "commit_hash": "0123456789abcdef",
+        "env_name": "existing-py",
+        "date": 1700000000000,
+        "params": {"machine": "box"},
+        "python": "3.11",
+        "requirements": {},
+        "env_vars": {},
+        "result_columns": columns,
+        "results": {
+            "select.SameShape.time_select": [[1.0, 2.0, None, 8.0], params, "v"],
+            "select.SameShape.time_peer": [[2.0, 2.0, 1.0, 4.0], params, "v"],
+            "select.ImportTime.timeraw_import_arrayselect": [[0.1], [], "v"],
+            "select.Plain.time_select": [[3.0], [], "v"],
+            "select.Plain.time_peer": [[6.0], [], "v"],
+        },
+        "durations": {},
+        "version": 2,
+    }
+    (machine / "0123abcd-existing-py.json").write_text(json.dumps(result))
+    (files,) = [perf_data.find_asv_results(tmp_path)]
+    assert [f.name for f in files] == ["0123abcd-existing-py.json"]
+    rows = perf_data.asv_ratios(files[0])
+    got = {(r["class"], r["params"]): r["ratio"] for r in rows}
+    assert got == {
+        ("Plain", ()): 0.5,
+        ("SameShape", ("numpy", "1000")): 0.5,
+        ("SameShape", ("numpy", "100000")): 1.0,
+        ("SameShape", ("dask", "100000")): 2.0,
+    }
+    text = perf_data.make_report(tmp_path / "perf.png", tmp_path)
+    assert "asv results" in text and "`box`" in text and (tmp_path / "perf.png").exists()
+
+
+def test_mode_diagrams_follow_the_core(tmp_path: Path) -> None:
+    """The figures' aligned shapes broadcast to select's output, and every file is written."""
+    import numpy as np
+
+    mode_diagrams = _ext("mode_diagrams")
+    for ex in mode_diagrams.grid_examples():
+        out, aligned = mode_diagrams.aligned_shapes(ex)
+        result = arrayselect.select(ex.cond, ex.then, ex.else_, **ex.options)
+        assert result.shape == out
+        inputs = (ex.cond, ex.then, ex.else_)
+        wide = [np.broadcast_to(x.reshape(a), out) for x, a in zip(inputs, aligned, strict=True)]
+        assert np.array_equal(result, np.where(wide[0], wide[1], wide[2]))
+    written = mode_diagrams.write_all(tmp_path)
+    assert {p.name for p in written} >= {"mode_numpy.png", "mode_pdpd.png", "shapes_pdpd.png"}
+    assert all(p.stat().st_size > 1000 for p in written)

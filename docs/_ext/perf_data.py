@@ -80,9 +80,11 @@ def asv_ratios(path: Path) -> list[dict[str, Any]]:
             continue
         ours = dict(zip(columns, entry, strict=False))
         peer = dict(zip(columns, peer_entry, strict=False))
-        params = ours.get("params") or [[]]
-        combos = list(itertools.product(*params)) if params else [()]
-        for combo, t_ours, t_peer in zip(combos, ours["result"], peer["result"], strict=False):
+        # One value per combination of the parameters (itertools.product order, as asv
+        # stores them); a benchmark without parameters has one combination, ().
+        combos = list(itertools.product(*(ours.get("params") or [])))
+        values = zip(combos, ours.get("result") or [], peer.get("result") or [], strict=False)
+        for combo, t_ours, t_peer in values:
             if not _finite(t_ours) or not _finite(t_peer):
                 continue
             rows.append(
@@ -148,23 +150,26 @@ def _asv_report(files: list[Path], png: Path) -> str:
 # --------------------------------------------------------------------------- build-time run
 
 
-def _calibrate(fn: Callable[[], Any]) -> int:
-    fn()
+def _calibrate(fn: Callable[[], Any], portable: bool) -> int:
     n = 1
     while True:
-        start = time.perf_counter()
-        for _ in range(n):
-            fn()
-        if time.perf_counter() - start >= BATCH_SECONDS or n >= 10**5:
+        if _batch(fn, n, portable) * n >= BATCH_SECONDS or n >= 10**5:
             return n
         n *= 4
 
 
-def _batch(fn: Callable[[], Any], n: int) -> float:
-    start = time.perf_counter()
-    for _ in range(n):
+def _batch(fn: Callable[[], Any], n: int, portable: bool) -> float:
+    """Seconds per call of ``fn`` over ``n`` back-to-back calls.
+
+    ``portable``: the calls run inside one :func:`arrayselect.force_portable`
+    block, entered outside the timing.
+    """
+    with asel.force_portable(portable):
         fn()
-    return (time.perf_counter() - start) / n
+        start = time.perf_counter()
+        for _ in range(n):
+            fn()
+        return (time.perf_counter() - start) / n
 
 
 def measure(sizes: tuple[int, ...] = SIZES, rounds: int = ROUNDS) -> list[dict[str, Any]]:
@@ -176,23 +181,20 @@ def measure(sizes: tuple[int, ...] = SIZES, rounds: int = ROUNDS) -> list[dict[s
         then = rng.standard_normal(size, dtype=np.float32)
         else_ = rng.standard_normal(size, dtype=np.float32)
         expected = np.where(cond, then, else_)
-        assert np.array_equal(asel.select(cond, then, else_), expected)
-
-        def portable(c: Any = cond, t: Any = then, e: Any = else_) -> Any:
-            with asel.force_portable():
-                return asel.select(c, t, e)
-
-        calls: dict[str, Callable[[], Any]] = {
-            "select": lambda c=cond, t=then, e=else_: asel.select(c, t, e),
-            "np.where": lambda c=cond, t=then, e=else_: np.where(c, t, e),
-            "portable": portable,
+        for portable in (False, True):
+            with asel.force_portable(portable):
+                assert np.array_equal(asel.select(cond, then, else_), expected)
+        calls: dict[str, tuple[Callable[[], Any], bool]] = {
+            "select": (lambda c=cond, t=then, e=else_: asel.select(c, t, e), False),
+            "np.where": (lambda c=cond, t=then, e=else_: np.where(c, t, e), False),
+            "portable": (lambda c=cond, t=then, e=else_: asel.select(c, t, e), True),
         }
-        counts = {k: _calibrate(f) for k, f in calls.items()}
+        counts = {k: _calibrate(*call) for k, call in calls.items()}
         times: dict[str, list[float]] = {k: [] for k in calls}
         for r in range(rounds):
             order = list(calls) if r % 2 == 0 else list(reversed(calls))
             for k in order:
-                times[k].append(_batch(calls[k], counts[k]))
+                times[k].append(_batch(calls[k][0], counts[k], calls[k][1]))
         ratios = [s / w for s, w in zip(times["select"], times["np.where"], strict=True)]
         ratios_p = [s / w for s, w in zip(times["portable"], times["np.where"], strict=True)]
         rows.append(
@@ -242,6 +244,7 @@ def _measured_report(png: Path) -> str:
     )
     right.axhline(1.0, color="k", linewidth=0.8)
     right.set_xscale("log")
+    right.set_yscale("log")
     right.set_xlabel("elements")
     right.set_ylabel("ratio (median of rounds)")
     right.legend(fontsize=8)

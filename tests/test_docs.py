@@ -18,11 +18,13 @@ has its ``>>>`` examples run with :mod:`doctest`.
 
 from __future__ import annotations
 
+import contextlib
 import doctest
 import importlib
 import importlib.util
 import pkgutil
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -112,6 +114,26 @@ def _no_gpu() -> bool:
         return True
 
 
+@contextlib.contextmanager
+def _jax_defaults(text: str) -> Iterator[None]:
+    """Run a page with JAX's default configuration (64-bit types off).
+
+    The pages are written for a fresh interpreter; the test suite enables
+    ``jax_enable_x64`` for its own JAX tests, so it is switched back for the page.
+    """
+    if "jax" not in text or importlib.util.find_spec("jax") is None:
+        yield
+        return
+    import jax
+
+    previous = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", False)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_enable_x64", previous)
+
+
 def run_page(page: Path) -> list[str]:
     """Run the examples of ``page``; return notes about skipped blocks.
 
@@ -121,6 +143,11 @@ def run_page(page: Path) -> list[str]:
         With the doctest report or the traceback of the first failing block.
     """
     text = page.read_text(encoding="utf-8")
+    with _jax_defaults(text):
+        return _run_blocks(page, text)
+
+
+def _run_blocks(page: Path, text: str) -> list[str]:
     for old, new in SHRINK.get(page.name, []):
         text = text.replace(old, new)
     globs: dict[str, object] = {"__name__": f"docs_{page.stem}"}

@@ -151,13 +151,14 @@ def write_api() -> None:
     _write("api.md", "\n".join(parts))
 
 
-#: Page order of the site. Pages other branches own (``jax``, ``scaling``, ``gpu``,
-#: ``hardening``) are listed when their file exists; any other page found in
+#: Page order of the site. Pages other branches own (``numpy_kernel``, ``jax``,
+#: ``scaling``, ``gpu``, ``hardening``) are listed when their file exists; any other page found in
 #: ``docs/`` is added before the API reference, so none is left out of the toctree.
 PAGE_ORDER = (
     "getting_started",
     "semantics",
     "backends",
+    "numpy_kernel",
     "jax",
     "scaling",
     "gpu",

@@ -205,7 +205,14 @@ def write_cli() -> None:
         "```",
     ]
     commands = re.search(r"\{([\w,-]+)\}", top.stdout)
-    for command in commands.group(1).split(",") if commands else []:
+    names = commands.group(1).split(",") if commands else []
+    bench = (
+        "```text\n" + run("bench", "--help").stdout.rstrip() + "\n```\n"
+        if "bench" in names
+        else "*This build of arrayselect has no `bench` command.*\n"
+    )
+    _write("cli_bench.md", bench)
+    for command in names:
         sub = run(command, "--help")
         if sub.returncode == 0:
             parts += [

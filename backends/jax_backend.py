@@ -342,6 +342,7 @@ _PLACEHOLDERS: dict[type, bool | int | float | complex] = {
     complex: 0j,
 }
 
+
 def _host_scalar(value: bool | int | float | complex, dtype: Any) -> Any:
     """A NumPy 0-d array of ``dtype`` holding ``value`` rounded once, correctly.
 

@@ -88,9 +88,15 @@ class PortableBackend(Backend):
                 )
 
     def check_out(self, out: Any) -> None:
-        # The standard cannot ask whether an array is writable; NumPy-like flags can.
+        # The standard cannot ask whether an array is writable or has overlapping
+        # elements; NumPy-like flags and strides, and PyTorch's stride(), can.
         if getattr(getattr(out, "flags", None), "writeable", True) is False:
             raise SelectValueError("out is read-only (out.flags.writeable is False)")
+        strides = getattr(out, "strides", None)
+        if strides is None and callable(getattr(out, "stride", None)):
+            strides = out.stride()
+        if isinstance(strides, tuple):
+            check_no_zero_stride(tuple(out.shape), strides)
 
     def select(self, cond: Any, then: Any, else_: Any, plan: SelectPlan, out: Any) -> Any:
         xp = self.xp
@@ -105,9 +111,34 @@ class PortableBackend(Backend):
             cond = cond != 0
         result = xp.where(cond, then, else_)
         if out is not None:
-            out[...] = result
+            try:
+                out[...] = result
+            except (RuntimeError, TypeError, ValueError) as exc:
+                # e.g. PyTorch refusing a leaf tensor that requires grad
+                raise SelectValueError(
+                    f"out cannot be written in place: {type(exc).__name__}: {exc}"
+                ) from exc
             return out
+        if result.dtype != then.dtype:
+            result = xp.astype(result, then.dtype)  # NumPy byte-swapped inputs
         return result
+
+
+def check_no_zero_stride(shape: tuple[int, ...], strides: tuple[int, ...]) -> None:
+    """Refuse an ``out`` whose elements overlap through a zero stride.
+
+    Such an array (``broadcast_to``/``expand`` made writable) cannot hold a
+    result whose elements differ; writing into it would keep only the last.
+    """
+    if any(d == 0 for d in shape):
+        return
+    for axis, (d, s) in enumerate(zip(shape, strides, strict=True)):
+        if s == 0 and d > 1:
+            raise SelectValueError(
+                f"out has overlapping elements: stride 0 along dimension {axis} of size {d} "
+                f"(shape {shape}, strides {strides}), so it cannot hold the result; pass an "
+                "array with its own memory for each element"
+            )
 
 
 def create(xp: ModuleType) -> Backend:

@@ -8,6 +8,8 @@ speaks the Python Array API standard.
 
 from __future__ import annotations
 
+import importlib
+
 from arrayselect._errors import (
     ScalarOverflowError,
     SelectError,
@@ -18,6 +20,7 @@ from arrayselect._errors import (
 from arrayselect._registry import force_portable, register_backend
 from arrayselect._select import backend_for, select
 from arrayselect._shapes import COND_BROADCASTS, MODES, select_shape
+from arrayselect._threads import get_num_threads, set_num_threads
 
 __version__ = "0.1.0"
 
@@ -32,7 +35,14 @@ __all__ = [
     "__version__",
     "backend_for",
     "force_portable",
+    "get_num_threads",
     "register_backend",
     "select",
     "select_shape",
+    "set_num_threads",
 ]
+
+# NumPy is a hard dependency: its backend (compiled kernel and the lean call
+# path for np.ndarray) loads with the package. Other array libraries' backends
+# load when their arrays first arrive.
+importlib.import_module("arrayselect.backends.numpy_backend")

@@ -195,8 +195,61 @@ def resolve(
                 "to one library first (only NumPy arrays may join JAX arrays)"
             )
     (library,) = libraries
-    backend = _backends.get((library, _force_portable.get()))
+    portable = _force_portable.get()
+    # Arrays of a library without a backend of its own are only known by their
+    # __array_namespace__; the portable backend needs real Array API arrays.
+    checked = library not in _KNOWN_LIBRARIES and (portable or not _has_factory(library))
+    if checked:
+        for name, x in named:
+            _check_array_like(name, x)
+    backend = _backends.get((library, portable))
     if backend is None:
         arrays = [x for _, x in named if library_of(x) == library]
-        backend = get_backend(library, compat.array_namespace(*arrays))
+        backend = get_backend(library, _namespace(libraries[library], arrays, checked))
     return backend, named
+
+
+def _has_factory(library: str) -> bool:
+    if library not in _factories and not _plugins_loaded:
+        with _lock:
+            if not _plugins_loaded:
+                _load_plugins()
+    return library in _factories
+
+
+# Libraries array_api_compat recognises by type; anything else is only known by
+# its ``__array_namespace__`` and is checked before it is used.
+_KNOWN_LIBRARIES = frozenset({"numpy", "jax", "cupy", "torch", "dask"})
+_ARRAY_ATTRIBUTES = ("shape", "dtype", "device")
+
+
+def _check_array_like(name: str, x: object) -> None:
+    """An object with ``__array_namespace__`` must also look like an Array API array."""
+    problems = [f"no .{a}" for a in _ARRAY_ATTRIBUTES if not hasattr(x, a)]
+    if not callable(getattr(x, "__array_namespace__", None)):
+        problems.append("an __array_namespace__ that is not a method")
+    if problems:
+        raise SelectTypeError(
+            f"{name} is a {_describe(x)}, which has __array_namespace__ but "
+            + " and ".join(problems)
+            + "; it is not an Array API array"
+        )
+
+
+def _namespace(name: str, arrays: list[Any], portable: bool) -> ModuleType:
+    """The Array API namespace of ``arrays``; a foreign failure is a SelectTypeError."""
+    try:
+        xp = compat.array_namespace(*arrays)
+    except Exception as exc:
+        raise SelectTypeError(
+            f"{name} is a {_describe(arrays[0])}, whose Array API namespace cannot be "
+            f"obtained: {type(exc).__name__}: {exc}"
+        ) from exc
+    if portable and not all(
+        callable(getattr(xp, f, None)) for f in ("asarray", "reshape", "where")
+    ):
+        raise SelectTypeError(
+            f"{name} is a {_describe(arrays[0])}, whose __array_namespace__() returned "
+            f"{xp!r}, not an Array API namespace"
+        )
+    return xp

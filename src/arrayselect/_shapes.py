@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from arrayselect._caches import register_cache
 from arrayselect._errors import SelectShapeError, SelectTypeError, SelectValueError
 
 __all__ = [
@@ -85,6 +86,23 @@ def _mode_text(mode: str, axis: int, cond_broadcast: str) -> str:
     return "auto_broadcast='none'"
 
 
+def _as_index(x: object) -> int | None:
+    """``x`` as an int if it is one (NumPy integers and other ``__index__`` types
+    included, ``bool`` excluded), else ``None``.
+
+    ``operator.index`` can raise anything a foreign ``__index__`` raises (NumPy
+    arrays of size > 1: ``TypeError``); all of that means "not an int" here.
+    """
+    if type(x) is int:
+        return x
+    if isinstance(x, bool) or not hasattr(type(x), "__index__"):
+        return None
+    try:
+        return operator.index(x)  # type: ignore[arg-type]
+    except Exception:
+        return None
+
+
 def check_options(auto_broadcast: object, axis: object, cond_broadcast: object) -> int:
     """Validate the keyword options of ``select``; return ``axis`` as an int.
 
@@ -96,26 +114,22 @@ def check_options(auto_broadcast: object, axis: object, cond_broadcast: object) 
     SelectTypeError
         For an ``axis`` that is not an integer.
     """
-    if type(auto_broadcast) is not str or auto_broadcast not in MODES:
+    # str subclasses (numpy.str_) are strings; anything else is an unknown value.
+    if not isinstance(auto_broadcast, str) or auto_broadcast not in MODES:
         raise SelectValueError(
             f"unknown auto_broadcast={auto_broadcast!r}; expected one of "
             + ", ".join(repr(m) for m in MODES)
         )
-    if type(cond_broadcast) is not str or cond_broadcast not in COND_BROADCASTS:
+    if not isinstance(cond_broadcast, str) or cond_broadcast not in COND_BROADCASTS:
         raise SelectValueError(
             f"unknown cond_broadcast={cond_broadcast!r}; expected one of "
             + ", ".join(repr(m) for m in COND_BROADCASTS)
         )
-    if type(axis) is int:
-        axis_int = axis
-    else:
-        # Accept NumPy integers and other __index__ types, but not bool.
-        if isinstance(axis, bool) or not hasattr(type(axis), "__index__"):
-            raise SelectTypeError(
-                f"axis must be an int (-1 or a non-negative int), got {type(axis).__name__} "
-                f"{axis!r}"
-            )
-        axis_int = operator.index(axis)  # type: ignore[arg-type]
+    axis_int = _as_index(axis)
+    if axis_int is None:
+        raise SelectTypeError(
+            f"axis must be an int (-1 or a non-negative int), got {type(axis).__name__} {axis!r}"
+        )
     if axis_int < -1:
         raise SelectValueError(
             f"axis={axis_int} is not allowed; expected -1 (align to the right) or a "
@@ -146,12 +160,12 @@ def normalize_shape(name: str, shape: object) -> Shape:
         if d is None:
             dims.append(None)
             continue
-        if isinstance(d, bool) or not hasattr(type(d), "__index__"):
+        value = _as_index(d)
+        if value is None:
             raise SelectTypeError(
                 f"{name} {tuple(shape)!r}: dimension {i} must be an int or None, "
                 f"got {type(d).__name__} {d!r}"
             )
-        value = operator.index(d)
         if value < 0:
             raise SelectValueError(f"{name} {tuple(shape)!r}: dimension {i} is negative ({value})")
         dims.append(value)
@@ -434,6 +448,14 @@ def pdpd_placement(name: str, src: Shape, then: Shape, axis: int) -> tuple[int, 
             return start, j
     _fit_pdpd(name, src, then, axis)  # make_plan raised for these shapes: the same error
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _plan_cache_report() -> tuple[int, int]:
+    info = make_plan.cache_info()
+    return info.currsize, _PLAN_CACHE_SIZE
+
+
+register_cache("_shapes.make_plan", _plan_cache_report)
 
 
 def select_shape(

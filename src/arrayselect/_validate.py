@@ -48,8 +48,13 @@ def _check_value_dtype(backend: Backend, name: str, dtype: Any) -> DtypeKind:
 
 def _scalar_fitting(
     backend: Backend, name: str, value: PyScalar, dtype: Any, kind: DtypeKind, other: str
-) -> None:
-    """Raise unless Python scalar ``value`` may take ``dtype`` (kind and range)."""
+) -> PyScalar:
+    """Raise unless Python scalar ``value`` may take ``dtype`` (kind and range).
+
+    Returns the value to convert: a Python int taking a floating dtype is passed
+    on as a Python float (what NumPy does with it anyway), because some array
+    libraries (ml_dtypes' bfloat16) cannot convert ints beyond int64.
+    """
     scalar_kind = _SCALAR_KIND[type(value)]
     if kind not in _SCALAR_FITS[scalar_kind]:
         raise SelectTypeError(
@@ -74,6 +79,9 @@ def _scalar_fitting(
                     f"{name}={value!r} is finite but out of the range of {other}'s dtype {dtype} "
                     f"(largest magnitude {limit:g}); pass inf explicitly if that is what you mean"
                 )
+        if type(value) is int:
+            return float(value)
+    return value
 
 
 def materialize_scalars(backend: Backend, cond: Any, then: Any, else_: Any) -> tuple[Any, Any]:
@@ -96,16 +104,16 @@ def materialize_scalars(backend: Backend, cond: Any, then: Any, else_: Any) -> t
         # Both take the namespace's default dtype for their kind, which must hold them.
         dtype = backend.scalar_array(type(then)(0), None, cond).dtype
         kind = _check_value_dtype(backend, "then", dtype)
-        _scalar_fitting(backend, "then", then, dtype, kind, "the namespace default")
-        _scalar_fitting(backend, "else", else_, dtype, kind, "the namespace default")
+        then = _scalar_fitting(backend, "then", then, dtype, kind, "the namespace default")
+        else_ = _scalar_fitting(backend, "else", else_, dtype, kind, "the namespace default")
         return backend.scalar_array(then, dtype, cond), backend.scalar_array(else_, dtype, cond)
     if then_scalar:
         kind = _check_value_dtype(backend, "else", else_.dtype)
-        _scalar_fitting(backend, "then", then, else_.dtype, kind, "else")
+        then = _scalar_fitting(backend, "then", then, else_.dtype, kind, "else")
         return backend.scalar_array(then, else_.dtype, else_), else_
     if else_scalar:
         kind = _check_value_dtype(backend, "then", then.dtype)
-        _scalar_fitting(backend, "else", else_, then.dtype, kind, "then")
+        else_ = _scalar_fitting(backend, "else", else_, then.dtype, kind, "then")
         return then, backend.scalar_array(else_, then.dtype, then)
     _check_value_dtype(backend, "then", then.dtype)
     _check_value_dtype(backend, "else", else_.dtype)

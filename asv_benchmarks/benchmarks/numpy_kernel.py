@@ -1,0 +1,139 @@
+"""The compiled NumPy kernel against ``np.where`` (asv).
+
+Each class times ``arrayselect.select`` (``time_select``) and ``np.where`` on
+the same inputs (``time_where``), so ``asv compare`` / the published graphs
+show the ratio per pattern. Patterns are those of the kernel's targets:
+contiguous with a random cond at 10^6 and 10^7 float32, and at 10^7 output
+elements: a cond broadcast along the inner axis, then/else broadcast from
+(N, 1) and (1, M), all inputs transposed, all inputs step-2 slices. Plus the
+call overhead at 1 and 100 elements, ``out=`` and 1 vs all threads.
+
+``kernel_ratios.py`` next to this folder measures all targets in one run and
+prints the ratios; these classes are for tracking them over commits.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+import arrayselect as asel
+
+_RNG_SEED = 20240607
+
+
+def _inputs(pattern: str, n: int, dtype: str) -> tuple[Any, Any, Any]:
+    rng = np.random.default_rng(_RNG_SEED)
+    rows = 2500 if n == 10**7 else max(1, round(n**0.5))
+    cols = n // rows
+
+    def values(shape: tuple[int, ...]) -> Any:
+        return rng.random(shape).astype(dtype)
+
+    def cond(shape: tuple[int, ...]) -> Any:
+        return rng.random(shape) < 0.5
+
+    if pattern == "contiguous":
+        return cond((n,)), values((n,)), values((n,))
+    if pattern == "cond_N1":
+        return cond((rows, 1)), values((rows, cols)), values((rows, cols))
+    if pattern == "then_N1_else_1M":
+        return cond((rows, cols)), values((rows, 1)), values((1, cols))
+    if pattern == "transposed":
+        return cond((cols, rows)).T, values((cols, rows)).T, values((cols, rows)).T
+    if pattern == "step2":
+        return cond((2 * n,))[::2], values((2 * n,))[::2], values((2 * n,))[::2]
+    raise ValueError(pattern)
+
+
+class Patterns:
+    """select vs np.where per layout pattern, fresh output."""
+
+    params: ClassVar[tuple[list[Any], ...]] = (
+        ["contiguous", "cond_N1", "then_N1_else_1M", "transposed", "step2"],
+        [10**6, 10**7],
+        ["float32", "float64", "uint8"],
+    )
+    param_names: ClassVar[list[str]] = ["pattern", "n", "dtype"]
+    timeout = 300
+
+    def setup(self, pattern: str, n: int, dtype: str) -> None:
+        self.cond, self.then, self.else_ = _inputs(pattern, n, dtype)
+        asel.select(self.cond, self.then, self.else_)  # cache the plan
+
+    def time_select(self, pattern: str, n: int, dtype: str) -> None:
+        asel.select(self.cond, self.then, self.else_)
+
+    def time_where(self, pattern: str, n: int, dtype: str) -> None:
+        np.where(self.cond, self.then, self.else_)
+
+
+class Out:
+    """select with out= (no allocation) vs np.copyto of the same output size."""
+
+    params: ClassVar[tuple[list[Any], ...]] = ([10**6, 10**7], ["float32"])
+    param_names: ClassVar[list[str]] = ["n", "dtype"]
+
+    def setup(self, n: int, dtype: str) -> None:
+        self.cond, self.then, self.else_ = _inputs("contiguous", n, dtype)
+        self.out = np.empty_like(self.then)
+        asel.select(self.cond, self.then, self.else_, out=self.out)
+
+    def time_select_out(self, n: int, dtype: str) -> None:
+        asel.select(self.cond, self.then, self.else_, out=self.out)
+
+    def time_select_in_place(self, n: int, dtype: str) -> None:
+        asel.select(self.cond, self.out, self.else_, out=self.out)
+
+    def time_copyto(self, n: int, dtype: str) -> None:
+        np.copyto(self.out, self.then)
+
+
+class CallOverhead:
+    """Whole select() (validation included) vs np.where at tiny sizes."""
+
+    params: ClassVar[tuple[list[Any], ...]] = ([1, 100], ["arrays", "python_scalar", "out"])
+    param_names: ClassVar[list[str]] = ["n", "kind"]
+
+    def setup(self, n: int, kind: str) -> None:
+        self.cond, self.then, self.else_ = _inputs("contiguous", n, "float64")
+        self.out = np.empty_like(self.then)
+        self.time_select(n, kind)
+
+    def time_select(self, n: int, kind: str) -> None:
+        if kind == "arrays":
+            asel.select(self.cond, self.then, self.else_)
+        elif kind == "python_scalar":
+            asel.select(self.cond, self.then, 0.5)
+        else:
+            asel.select(self.cond, self.then, self.else_, out=self.out)
+
+    def time_where(self, n: int, kind: str) -> None:
+        if kind == "arrays":
+            np.where(self.cond, self.then, self.else_)
+        elif kind == "python_scalar":
+            np.where(self.cond, self.then, 0.5)
+        else:
+            np.copyto(self.out, np.where(self.cond, self.then, self.else_))
+
+
+class Threads:
+    """One thread vs every core the process may use, 10^5..10^7 float32."""
+
+    params: ClassVar[tuple[list[Any], ...]] = ([10**5, 10**6, 10**7], [1, 0])
+    param_names: ClassVar[list[str]] = ["n", "threads (0 = all)"]
+
+    def setup(self, n: int, threads: int) -> None:
+        self.cond, self.then, self.else_ = _inputs("contiguous", n, "float32")
+        self.saved = asel.get_num_threads()
+        from arrayselect._threads import default_num_threads
+
+        asel.set_num_threads(threads or default_num_threads())
+        asel.select(self.cond, self.then, self.else_)
+
+    def teardown(self, n: int, threads: int) -> None:
+        asel.set_num_threads(self.saved)
+
+    def time_select(self, n: int, threads: int) -> None:
+        asel.select(self.cond, self.then, self.else_)

@@ -1,0 +1,202 @@
+"""Measure every target of the NumPy kernel in one run and print the ratios.
+
+    python asv_benchmarks/kernel_ratios.py [--repeats 21]
+
+For each case ``np.where`` and ``arrayselect.select`` run on the same inputs,
+alternately, ``--repeats`` times; the table shows the medians and their ratio.
+Large cases time one call per repeat (wall clock: the kernel may use several
+threads). The call-overhead cases time a batch of 2000 calls per repeat
+(timeit style) and report the time per call; they run on one thread, so they
+are timed with the thread's CPU clock, which a busy machine's preemptions do
+not inflate.
+
+Targets (the issue):
+  * 10^7 float32, random cond, contiguous: select >= 6x faster than np.where
+  * 10^6 float32, same: >= 8x
+  * 10^7 output elements, >= 3x each: cond (N, 1) with then/else (N, M);
+    then (N, 1) with else (1, M); all inputs transposed; all inputs step-2 slices
+  * bandwidth of select at 10^7 float32 (out= given; counting 1 + 2s bytes read
+    and s written per element of item size s) >= 70% of the copy bandwidth
+    (np.copyto into an existing array, read + write bytes; the larger of one
+    thread and one thread per core on halves)
+  * call overhead: the whole select() at 1 and 100 elements <= 1.5x np.where
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+from arrayselect.backends import numpy_kernel
+
+import arrayselect as asel
+
+N7 = 10**7
+ROWS, COLS = 2500, 4000  # 10^7 output elements for the 2-D patterns
+
+
+def _median_time(
+    fn: Callable[[], Any], number: int, clock: Callable[[], float] = time.perf_counter
+) -> float:
+    start = clock()
+    for _ in range(number):
+        fn()
+    return (clock() - start) / number
+
+
+def compare(
+    where: Callable[[], Any],
+    select: Callable[[], Any],
+    repeats: int,
+    number: int = 1,
+    clock: Callable[[], float] = time.perf_counter,
+) -> tuple[float, float]:
+    """Median seconds per call of ``where`` and ``select``, measured alternately."""
+    where()
+    select()
+    tw: list[float] = []
+    ts: list[float] = []
+    for _ in range(repeats):
+        tw.append(_median_time(where, number, clock))
+        ts.append(_median_time(select, number, clock))
+    return statistics.median(tw), statistics.median(ts)
+
+
+def _loadavg() -> str:
+    try:
+        with open("/proc/loadavg") as f:
+            return " ".join(f.read().split()[:3])
+    except OSError:
+        return "?"
+
+
+def copy_bandwidth(repeats: int) -> tuple[float, float]:
+    """Copy bandwidth (read + write bytes per second): one thread, and one per core."""
+    src = np.random.default_rng(1).random(N7, dtype=np.float32)
+    dst = np.empty_like(src)
+    np.copyto(dst, src)
+    one = statistics.median(
+        [_median_time(lambda: np.copyto(dst, src), 1) for _ in range(repeats)]
+    )
+    cores = asel.get_num_threads()
+    bounds = [N7 * i // cores for i in range(cores + 1)]
+    parts = [(dst[a:b], src[a:b]) for a, b in itertools.pairwise(bounds)]
+    with ThreadPoolExecutor(cores) as pool:
+
+        def threaded() -> None:
+            list(pool.map(lambda p: np.copyto(*p), parts))
+
+        threaded()
+        many = statistics.median([_median_time(threaded, 1) for _ in range(repeats)])
+    nbytes = 2 * src.nbytes
+    return nbytes / one, nbytes / many
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=21)
+    args = parser.parse_args()
+    repeats = max(15, args.repeats)
+    rng = np.random.default_rng(20240607)
+
+    def f32(*shape: int) -> Any:
+        return rng.random(shape, dtype=np.float32)
+
+    def mask(*shape: int) -> Any:
+        return rng.random(shape) < 0.5
+
+    rows: list[tuple[str, float, float, str, bool]] = []
+
+    def ratio_case(name: str, c: Any, a: Any, b: Any, target: float) -> None:
+        tw, ts = compare(lambda: np.where(c, a, b), lambda: asel.select(c, a, b), repeats)
+        ratio = tw / ts
+        rows.append((name, tw, ts, f"{ratio:.2f}x faster (target >= {target:g}x)",
+                     ratio >= target))
+
+    print(f"# arrayselect {asel.__version__}, NumPy {np.__version__}, Python "
+          f"{platform.python_version()}, {platform.machine()}, "
+          f"{len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else '?'} "
+          f"usable cores, select threads={asel.get_num_threads()}, "
+          f"parallel threshold={numpy_kernel.get_parallel_threshold()} elements, "
+          f"repeats={repeats}, load average {_loadavg()}", flush=True)
+
+    c7, a7, b7 = mask(N7), f32(N7), f32(N7)
+    ratio_case("10^7 float32 contiguous", c7, a7, b7, 6)
+    c6, a6, b6 = c7[: 10**6].copy(), a7[: 10**6].copy(), b7[: 10**6].copy()
+    ratio_case("10^6 float32 contiguous", c6, a6, b6, 8)
+    ratio_case("cond (N,1), then/else (N,M)", mask(ROWS, 1), f32(ROWS, COLS), f32(ROWS, COLS),
+               3)
+    ratio_case("then (N,1), else (1,M)", mask(ROWS, COLS), f32(ROWS, 1), f32(1, COLS), 3)
+    ratio_case("all inputs transposed", mask(COLS, ROWS).T, f32(COLS, ROWS).T,
+               f32(COLS, ROWS).T, 3)
+    c2, a2, b2 = mask(2 * N7), f32(2 * N7), f32(2 * N7)
+    ratio_case("all inputs step-2 slices", c2[::2], a2[::2], b2[::2], 3)
+    del c2, a2, b2
+
+    # Bandwidth: select into an existing array vs copying into an existing array.
+    out = np.empty_like(a7)
+    bw_one, bw_many = copy_bandwidth(repeats)
+    copy_bw = max(bw_one, bw_many)
+    _, t_out = compare(lambda: np.copyto(out, a7), lambda: asel.select(c7, a7, b7, out=out),
+                       repeats)
+    s = a7.itemsize
+    select_bw = N7 * (1 + 2 * s + s) / t_out
+    rows.append(("bandwidth 10^7 float32, out=", 0.0, t_out,
+                 f"{select_bw / 1e9:.1f} GB/s = {select_bw / copy_bw:.0%} of copy "
+                 f"{copy_bw / 1e9:.1f} GB/s (target >= 70%)", select_bw >= 0.7 * copy_bw))
+
+    # Call overhead of the whole select() (validation included).
+    for n in (1, 100):
+        c, a, b = mask(n), rng.random(n), rng.random(n)
+        number = 2000
+        tw, ts = compare(lambda c=c, a=a, b=b: np.where(c, a, b),
+                         lambda c=c, a=a, b=b: asel.select(c, a, b), repeats, number,
+                         time.thread_time)
+        rows.append((f"call overhead (CPU time), {n} element{'s' * (n > 1)}", tw, ts,
+                     f"select = {ts / tw:.2f}x np.where (target <= 1.5x)", ts <= 1.5 * tw))
+        tw, ts = compare(lambda c=c, a=a: np.where(c, a, 0.5),
+                         lambda c=c, a=a: asel.select(c, a, 0.5), repeats, number,
+                         time.thread_time)
+        rows.append((f"  same, Python scalar else, {n}", tw, ts,
+                     f"select = {ts / tw:.2f}x np.where (no target)", True))
+
+    # For transparency: the 10^7 case with the output pool off, and on one thread.
+    numpy_kernel.set_pool_limit(0)
+    tw, ts = compare(lambda: np.where(c7, a7, b7), lambda: asel.select(c7, a7, b7), repeats)
+    rows.append(("  10^7 contiguous, pool off", tw, ts, f"{tw / ts:.2f}x faster (info)", True))
+    numpy_kernel.set_pool_limit(256 << 20)
+    threads = asel.get_num_threads()
+    asel.set_num_threads(1)
+    tw, ts = compare(lambda: np.where(c7, a7, b7), lambda: asel.select(c7, a7, b7), repeats)
+    rows.append(("  10^7 contiguous, 1 thread", tw, ts, f"{tw / ts:.2f}x faster (info)", True))
+    tw, ts = compare(lambda: np.where(c6, a6, b6), lambda: asel.select(c6, a6, b6), repeats)
+    rows.append(("  10^6 contiguous, 1 thread", tw, ts, f"{tw / ts:.2f}x faster (info)", True))
+    asel.set_num_threads(threads)
+    rows.append(("  copy bandwidth 1 thread / all", 0.0, 0.0,
+                 f"{bw_one / 1e9:.1f} / {bw_many / 1e9:.1f} GB/s (info)", True))
+
+    width = max(len(r[0]) for r in rows)
+    print(f"{'case':<{width}}  {'np.where':>11}  {'select':>11}  result")
+    for name, tw, ts, text, ok in rows:
+        def fmt(t: float) -> str:
+            if t == 0.0:
+                return "-"
+            return f"{t * 1e3:.3f} ms" if t >= 1e-4 else f"{t * 1e9:.0f} ns"
+
+        mark = "" if "(info)" in text or "(no target)" in text else ("  OK" if ok else "  MISSED")
+        print(f"{name:<{width}}  {fmt(tw):>11}  {fmt(ts):>11}  {text}{mark}")
+    print(f"# load average at the end {_loadavg()}")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,74 @@
+"""Measure where splitting a select across threads starts to pay.
+
+    python asv_benchmarks/thread_threshold.py [--threads 2] [--repeats 31]
+
+For output sizes from 2^12 to 2^23 float32 elements in steps of sqrt(2) (random bool cond,
+contiguous, fresh output), times ``arrayselect.select`` on 1 thread and on
+``--threads`` threads with the parallel threshold forced to 0, alternately,
+and prints the medians, their ratio, and the smallest size from which the
+threaded run is faster at that size and every larger one. That size is what
+``SK_DEFAULT_PARALLEL_MIN`` in ``backends/_kernel/select_kernel.c`` is set from.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+from arrayselect.backends import _select_kernel, numpy_kernel
+
+import arrayselect as asel
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=31)
+    args = parser.parse_args()
+    rng = np.random.default_rng(0)
+    saved_threads = asel.get_num_threads()
+    numpy_kernel.set_parallel_threshold(0)
+    _select_kernel.set_adaptive(False)  # measure threads as they are, no back-off
+    print(f"# threads={args.threads}, repeats={args.repeats}, float32, median per call")
+    print(f"{'elements':>10}  {'1 thread':>11}  {args.threads} threads  {'speedup':>8}")
+    faster: list[tuple[int, bool]] = []
+    try:
+        for half_exp in range(24, 47):
+            n = round(2 ** (half_exp / 2)) // 64 * 64
+            c = rng.random(n) < 0.5
+            a = rng.random(n, dtype=np.float32)
+            b = rng.random(n, dtype=np.float32)
+            number = max(1, 2**16 // n * 4)
+            times: dict[int, list[float]] = {1: [], args.threads: []}
+            for threads in times:
+                asel.set_num_threads(threads)
+                asel.select(c, a, b)
+            for _ in range(args.repeats):
+                for threads in times:
+                    asel.set_num_threads(threads)
+                    start = time.perf_counter()
+                    for _ in range(number):
+                        asel.select(c, a, b)
+                    times[threads].append((time.perf_counter() - start) / number)
+            t1 = statistics.median(times[1])
+            tn = statistics.median(times[args.threads])
+            faster.append((n, tn < t1))
+            print(f"{n:>10}  {t1 * 1e6:>8.1f} us  {tn * 1e6:>8.1f} us  {t1 / tn:>7.2f}x",
+                  flush=True)
+    finally:
+        asel.set_num_threads(saved_threads)
+        numpy_kernel.set_parallel_threshold(None)
+        _select_kernel.set_adaptive(True)
+    threshold = None
+    for i, (n, _) in enumerate(faster):
+        if all(ok for _, ok in faster[i:]):
+            threshold = n
+            break
+    print(f"threads pay from {threshold} elements on" if threshold else "threads never pay")
+    print(f"stats: {numpy_kernel.kernel_stats()}")
+
+
+if __name__ == "__main__":
+    main()

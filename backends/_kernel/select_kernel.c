@@ -1,0 +1,2348 @@
+/*
+ * arrayselect.backends._select_kernel: the compiled Select kernel for NumPy.
+ *
+ *     out[i] = cond[i] ? then[i] : else[i]
+ *
+ * Values are moved as raw bits, so one loop per item size (1, 2, 4, 8, 16 and
+ * 32 bytes; any other size through a generic byte loop) serves every dtype:
+ * bool, integers, floats, complex, long double, and the ml_dtypes extension
+ * types (bfloat16, float8_*, int4, ...). cond is tested as "nonzero is true"
+ * at its own width (1, 2, 4 or 8 bytes), so boolean and integer masks need no
+ * conversion pass.
+ *
+ * Layout handling follows the ufunc machinery: inputs broadcast by NumPy
+ * rules onto the output shape; axes are put in memory order (like
+ * NPY_KEEPORDER), size-1 axes dropped and compatible axes coalesced, so that
+ * the innermost loop is as long and as contiguous as the layouts allow. The
+ * inner loop is picked once per call from the inner strides:
+ *
+ *   - every operand contiguous (or then/else a broadcast scalar): branchless
+ *     loops the compiler vectorizes (restrict pointers, no aliasing);
+ *   - out is then (or else) itself: in-place variants of the same loops;
+ *   - cond broadcast along the inner axis: a block copy of the chosen row;
+ *   - anything else: a branchless strided loop.
+ *
+ * Large outputs are split across a persistent pthread pool; the GIL is
+ * released around the loops.
+ */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#define NPY_NO_DEPRECATED_API NPY_2_0_API_VERSION
+#define NPY_TARGET_VERSION NPY_2_0_API_VERSION
+#include <numpy/arrayobject.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#if !defined(_WIN32)
+#include <pthread.h>
+#define SK_HAVE_THREADS 1
+#else
+#define SK_HAVE_THREADS 0
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define SK_RESTRICT __restrict__
+#define SK_HAVE_VECTOR_EXT 1
+#elif defined(_MSC_VER)
+#define SK_RESTRICT __restrict
+#define SK_HAVE_VECTOR_EXT 0
+#else
+#define SK_RESTRICT
+#define SK_HAVE_VECTOR_EXT 0
+#endif
+
+#define SK_MAXDIMS NPY_MAXDIMS
+
+/* ------------------------------------------------------------------------ */
+/* Inner loops                                                              */
+/* ------------------------------------------------------------------------ */
+
+/* Every inner loop has this signature; contiguous loops ignore the strides. */
+typedef void (*sk_loop)(npy_intp n, const char *c, npy_intp cs, const char *a, npy_intp as,
+                        const char *b, npy_intp bs, char *o, npy_intp os, npy_intp isz);
+
+/*
+ * Branchless select of one element. For item sizes <= 4 with conds <= 4 bytes
+ * the ternary on preloaded values vectorizes best (SSE2 compares); for wider
+ * operands the mask form keeps the compiler from emitting a branch where the
+ * baseline ISA has no 64-bit compare.
+ */
+#define SK_SEL(CT, VT, cv, x, y)                                                  \
+    ((sizeof(CT) <= 4 && sizeof(VT) <= 4)                                         \
+         ? ((cv) != 0 ? (x) : (y))                                                \
+         : (VT)(((x) & ((VT)0 - (VT)((cv) != 0))) | ((y) & ((VT)((cv) != 0) - (VT)1))))
+
+/* Loops over elements made of one unsigned integer (item sizes 1, 2, 4, 8). */
+#define SK_SCALAR_LOOPS(CN, CT, VN, VT)                                                           \
+    static void cc_##CN##_##VN(npy_intp n, const char *c_, npy_intp cs, const char *a_,           \
+                               npy_intp as, const char *b_, npy_intp bs, char *o_, npy_intp os,   \
+                               npy_intp isz)                                                      \
+    {                                                                                             \
+        const CT *SK_RESTRICT c = (const CT *)c_;                                                 \
+        const VT *SK_RESTRICT a = (const VT *)a_;                                                 \
+        const VT *SK_RESTRICT b = (const VT *)b_;                                                 \
+        VT *SK_RESTRICT o = (VT *)o_;                                                             \
+        (void)cs; (void)as; (void)bs; (void)os; (void)isz;                                        \
+        for (npy_intp i = 0; i < n; i++) {                                                        \
+            const VT x = a[i], y = b[i];                                                          \
+            o[i] = SK_SEL(CT, VT, c[i], x, y);                                                    \
+        }                                                                                         \
+    }                                                                                             \
+    static void sc_##CN##_##VN(npy_intp n, const char *c_, npy_intp cs, const char *a_,           \
+                               npy_intp as, const char *b_, npy_intp bs, char *o_, npy_intp os,   \
+                               npy_intp isz)                                                      \
+    {                                                                                             \
+        const CT *SK_RESTRICT c = (const CT *)c_;                                                 \
+        const VT x = *(const VT *)a_;                                                             \
+        const VT *SK_RESTRICT b = (const VT *)b_;                                                 \
+        VT *SK_RESTRICT o = (VT *)o_;                                                             \
+        (void)cs; (void)as; (void)bs; (void)os; (void)isz;                                        \
+        for (npy_intp i = 0; i < n; i++) {                                                        \
+            const VT y = b[i];                                                                    \
+            o[i] = SK_SEL(CT, VT, c[i], x, y);                                                    \
+        }                                                                                         \
+    }                                                                                             \
+    static void cs_##CN##_##VN(npy_intp n, const char *c_, npy_intp cs, const char *a_,           \
+                               npy_intp as, const char *b_, npy_intp bs, char *o_, npy_intp os,   \
+                               npy_intp isz)                                                      \
+    {                                                                                             \
+        const CT *SK_RESTRICT c = (const CT *)c_;                                                 \
+        const VT *SK_RESTRICT a = (const VT *)a_;                                                 \
+        const VT y = *(const VT *)b_;                                                             \
+        VT *SK_RESTRICT o = (VT *)o_;                                                             \
+        (void)cs; (void)as; (void)bs; (void)os; (void)isz;                                        \
+        for (npy_intp i = 0; i < n; i++) {                                                        \
+            const VT x = a[i];                                                                    \
+            o[i] = SK_SEL(CT, VT, c[i], x, y);                                                    \
+        }                                                                                         \
+    }                                                                                             \
+    static void ss_##CN##_##VN(npy_intp n, const char *c_, npy_intp cs, const char *a_,           \
+                               npy_intp as, const char *b_, npy_intp bs, char *o_, npy_intp os,   \
+                               npy_intp isz)                                                      \
+    {                                                                                             \
+        const CT *SK_RESTRICT c = (const CT *)c_;                                                 \
+        const VT x = *(const VT *)a_;                                                             \
+        const VT y = *(const VT *)b_;                                                             \
+        VT *SK_RESTRICT o = (VT *)o_;                                                             \
+        (void)cs; (void)as; (void)bs; (void)os; (void)isz;                                        \
+        for (npy_intp i = 0; i < n; i++) {                                                        \
+            o[i] = SK_SEL(CT, VT, c[i], x, y);                                                    \
+        }                                                                                         \
+    }                                                                                             \
+    /* out is then: o[i] = c ? o[i] : b[i] (b contiguous, or a scalar when bs == 0) */             \
+    static void ia_##CN##_##VN(npy_intp n, const char *c_, npy_intp cs, const char *a_,           \
+                               npy_intp as, const char *b_, npy_intp bs, char *o_, npy_intp os,   \
+                               npy_intp isz)                                                      \
+    {                                                                                             \
+        const CT *SK_RESTRICT c = (const CT *)c_;                                                 \
+        VT *SK_RESTRICT o = (VT *)o_;                                                             \
+        (void)cs; (void)as; (void)a_; (void)os; (void)isz;                                        \
+        if (bs == 0) {                                                                            \
+            const VT y = *(const VT *)b_;                                                         \
+            for (npy_intp i = 0; i < n; i++) {                                                    \
+                const VT x = o[i];                                                                \
+                o[i] = SK_SEL(CT, VT, c[i], x, y);                                                \
+            }                                                                                     \
+        }                                                                                         \
+        else {                                                                                    \
+            const VT *SK_RESTRICT b = (const VT *)b_;                                             \
+            for (npy_intp i = 0; i < n; i++) {                                                    \
+                const VT x = o[i], y = b[i];                                                      \
+                o[i] = SK_SEL(CT, VT, c[i], x, y);                                                \
+            }                                                                                     \
+        }                                                                                         \
+    }                                                                                             \
+    /* out is else: o[i] = c ? a[i] : o[i] */                                                     \
+    static void ib_##CN##_##VN(npy_intp n, const char *c_, npy_intp cs, const char *a_,           \
+                               npy_intp as, const char *b_, npy_intp bs, char *o_, npy_intp os,   \
+                               npy_intp isz)                                                      \
+    {                                                                                             \
+        const CT *SK_RESTRICT c = (const CT *)c_;                                                 \
+        VT *SK_RESTRICT o = (VT *)o_;                                                             \
+        (void)cs; (void)bs; (void)b_; (void)os; (void)isz;                                        \
+        if (as == 0) {                                                                            \
+            const VT x = *(const VT *)a_;                                                         \
+            for (npy_intp i = 0; i < n; i++) {                                                    \
+                const VT y = o[i];                                                                \
+                o[i] = SK_SEL(CT, VT, c[i], x, y);                                                \
+            }                                                                                     \
+        }                                                                                         \
+        else {                                                                                    \
+            const VT *SK_RESTRICT a = (const VT *)a_;                                             \
+            for (npy_intp i = 0; i < n; i++) {                                                    \
+                const VT x = a[i], y = o[i];                                                      \
+                o[i] = SK_SEL(CT, VT, c[i], x, y);                                                \
+            }                                                                                     \
+        }                                                                                         \
+    }                                                                                             \
+    /* Any strides, any aliasing (no restrict): read both, select, write. */                      \
+    static void st_##CN##_##VN(npy_intp n, const char *c, npy_intp cs, const char *a,             \
+                               npy_intp as, const char *b, npy_intp bs, char *o, npy_intp os,     \
+                               npy_intp isz)                                                      \
+    {                                                                                             \
+        (void)isz;                                                                                \
+        for (npy_intp i = 0; i < n; i++) {                                                        \
+            const VT x = *(const VT *)a, y = *(const VT *)b;                                      \
+            const CT cv = *(const CT *)c;                                                         \
+            *(VT *)o = (VT)((x & ((VT)0 - (VT)(cv != 0))) | (y & ((VT)(cv != 0) - (VT)1)));       \
+            c += cs; a += as; b += bs; o += os;                                                   \
+        }                                                                                         \
+    }
+
+/*
+ * Loops over elements of L 8-byte lanes (item sizes 16 and 32): every lane of
+ * an element takes the same mask. With GCC/Clang vector extensions one
+ * element is one or two 16-byte vector operations.
+ */
+#if SK_HAVE_VECTOR_EXT
+typedef uint64_t sk_v2 __attribute__((vector_size(16)));
+#define SK_WIDE_ELEM(CT, L, cv, ap, bp, op)                                       \
+    do {                                                                          \
+        const uint64_t mm_ = (uint64_t)0 - (uint64_t)((cv) != 0);                 \
+        const sk_v2 m_ = {mm_, mm_};                                              \
+        for (int l_ = 0; l_ < (L) / 2; l_++) {                                    \
+            sk_v2 x_, y_, r_;                                                     \
+            memcpy(&x_, (ap) + 16 * l_, 16);                                      \
+            memcpy(&y_, (bp) + 16 * l_, 16);                                      \
+            r_ = (x_ & m_) | (y_ & ~m_);                                          \
+            memcpy((op) + 16 * l_, &r_, 16);                                      \
+        }                                                                         \
+    } while (0)
+#else
+#define SK_WIDE_ELEM(CT, L, cv, ap, bp, op)                                       \
+    do {                                                                          \
+        const uint64_t mm_ = (uint64_t)0 - (uint64_t)((cv) != 0);                 \
+        for (int l_ = 0; l_ < (L); l_++) {                                        \
+            uint64_t x_, y_, r_;                                                  \
+            memcpy(&x_, (ap) + 8 * l_, 8);                                        \
+            memcpy(&y_, (bp) + 8 * l_, 8);                                        \
+            r_ = (x_ & mm_) | (y_ & ~mm_);                                        \
+            memcpy((op) + 8 * l_, &r_, 8);                                        \
+        }                                                                         \
+    } while (0)
+#endif
+
+#define SK_WIDE_LOOPS(CN, CT, VN, L)                                                              \
+    static void cc_##CN##_##VN(npy_intp n, const char *c_, npy_intp cs, const char *a,            \
+                               npy_intp as, const char *b, npy_intp bs, char *o, npy_intp os,     \
+                               npy_intp isz)                                                      \
+    {                                                                                             \
+        const CT *SK_RESTRICT c = (const CT *)c_;                                                 \
+        (void)cs; (void)isz;                                                                      \
+        /* as/bs are 0 (broadcast scalar) or the item size: one loop serves sc/cs/ss too */       \
+        for (npy_intp i = 0; i < n; i++) {                                                        \
+            SK_WIDE_ELEM(CT, L, c[i], a + i * as, b + i * bs, o + i * os);                        \
+        }                                                                                         \
+    }                                                                                             \
+    static void st_##CN##_##VN(npy_intp n, const char *c, npy_intp cs, const char *a,             \
+                               npy_intp as, const char *b, npy_intp bs, char *o, npy_intp os,     \
+                               npy_intp isz)                                                      \
+    {                                                                                             \
+        (void)isz;                                                                                \
+        for (npy_intp i = 0; i < n; i++) {                                                        \
+            SK_WIDE_ELEM(CT, L, *(const CT *)c, a, b, o);                                         \
+            c += cs; a += as; b += bs; o += os;                                                   \
+        }                                                                                         \
+    }
+
+#define SK_FOR_CONDS(MACRO, VN, VT)    \
+    MACRO(c1, uint8_t, VN, VT)         \
+    MACRO(c2, uint16_t, VN, VT)        \
+    MACRO(c4, uint32_t, VN, VT)        \
+    MACRO(c8, uint64_t, VN, VT)
+
+SK_FOR_CONDS(SK_SCALAR_LOOPS, v1, uint8_t)
+SK_FOR_CONDS(SK_SCALAR_LOOPS, v2, uint16_t)
+SK_FOR_CONDS(SK_SCALAR_LOOPS, v4, uint32_t)
+SK_FOR_CONDS(SK_SCALAR_LOOPS, v8, uint64_t)
+SK_FOR_CONDS(SK_WIDE_LOOPS, v16, 2)
+SK_FOR_CONDS(SK_WIDE_LOOPS, v32, 4)
+
+/* "nonzero" of one cond element of size csz (1, 2, 4 or 8), any alignment. */
+static inline int
+sk_nonzero(const char *c, int csz)
+{
+    switch (csz) {
+        case 1: return c[0] != 0;
+        case 2: { uint16_t v; memcpy(&v, c, 2); return v != 0; }
+        case 4: { uint32_t v; memcpy(&v, c, 4); return v != 0; }
+        default: { uint64_t v; memcpy(&v, c, 8); return v != 0; }
+    }
+}
+
+/* Branchless pointer select: nz ? a : b without a jump. */
+static inline const char *
+sk_psel(int nz, const char *a, const char *b)
+{
+    const uintptr_t m = (uintptr_t)0 - (uintptr_t)(nz != 0);
+    return (const char *)(((uintptr_t)a & m) | ((uintptr_t)b & ~m));
+}
+
+/*
+ * Generic loop: any item size, any alignment, any strides, any aliasing.
+ * The cond size travels in the upper bits of isz (see sk_pick_loop).
+ */
+static void
+generic_loop(npy_intp n, const char *c, npy_intp cs, const char *a, npy_intp as,
+             const char *b, npy_intp bs, char *o, npy_intp os, npy_intp packed)
+{
+    const npy_intp isz = packed >> 4;
+    const int csz = (int)(packed & 15);
+    for (npy_intp i = 0; i < n; i++) {
+        const char *src = sk_psel(sk_nonzero(c, csz), a, b);
+        if (src != o) {
+            memmove(o, src, (size_t)isz);
+        }
+        c += cs; a += as; b += bs; o += os;
+    }
+}
+
+/* Copy n elements (block copy for a cond broadcast along the inner axis). */
+static void
+sk_copy(npy_intp n, const char *src, npy_intp ss, char *o, npy_intp os, npy_intp isz)
+{
+    if (src == o && ss == os) {
+        return; /* in place: nothing to do */
+    }
+    if (ss == isz && os == isz) {
+        memmove(o, src, (size_t)(n * isz));
+        return;
+    }
+    switch (isz) {
+#define SK_COPY_CASE(SZ, T)                                          \
+        case SZ:                                                     \
+            if ((((uintptr_t)src | (uintptr_t)o | (uintptr_t)ss |    \
+                  (uintptr_t)os) & (SZ - 1)) == 0) {                 \
+                for (npy_intp i = 0; i < n; i++) {                   \
+                    *(T *)o = *(const T *)src;                       \
+                    src += ss; o += os;                              \
+                }                                                    \
+                return;                                              \
+            }                                                        \
+            break;
+        SK_COPY_CASE(1, uint8_t)
+        SK_COPY_CASE(2, uint16_t)
+        SK_COPY_CASE(4, uint32_t)
+        SK_COPY_CASE(8, uint64_t)
+#undef SK_COPY_CASE
+        default:
+            break;
+    }
+    for (npy_intp i = 0; i < n; i++) {
+        memmove(o, src, (size_t)isz);
+        src += ss; o += os;
+    }
+}
+
+/* cond stride 0 along the inner axis: one test, then a row copy. */
+static void
+block_loop(npy_intp n, const char *c, npy_intp cs, const char *a, npy_intp as,
+           const char *b, npy_intp bs, char *o, npy_intp os, npy_intp packed)
+{
+    const npy_intp isz = packed >> 4;
+    const int csz = (int)(packed & 15);
+    const int nz = sk_nonzero(c, csz);
+    (void)cs;
+    sk_copy(n, nz ? a : b, nz ? as : bs, o, os, isz);
+}
+
+enum { SK_CC, SK_SC, SK_CS, SK_SS, SK_IA, SK_IB, SK_ST, SK_NKINDS };
+static const char *const sk_kind_names[SK_NKINDS] = {
+    "contiguous", "contiguous-then-scalar", "contiguous-else-scalar", "contiguous-both-scalar",
+    "in-place-then", "in-place-else", "strided",
+};
+
+/* [value size index][cond size index][kind] */
+static const sk_loop sk_loops[6][4][SK_NKINDS] = {
+#define SK_ROW(CN, VN) {cc_##CN##_##VN, sc_##CN##_##VN, cs_##CN##_##VN, ss_##CN##_##VN, \
+                        ia_##CN##_##VN, ib_##CN##_##VN, st_##CN##_##VN}
+#define SK_WROW(CN, VN) {cc_##CN##_##VN, cc_##CN##_##VN, cc_##CN##_##VN, cc_##CN##_##VN, \
+                         NULL, NULL, st_##CN##_##VN}
+    {SK_ROW(c1, v1), SK_ROW(c2, v1), SK_ROW(c4, v1), SK_ROW(c8, v1)},
+    {SK_ROW(c1, v2), SK_ROW(c2, v2), SK_ROW(c4, v2), SK_ROW(c8, v2)},
+    {SK_ROW(c1, v4), SK_ROW(c2, v4), SK_ROW(c4, v4), SK_ROW(c8, v4)},
+    {SK_ROW(c1, v8), SK_ROW(c2, v8), SK_ROW(c4, v8), SK_ROW(c8, v8)},
+    {SK_WROW(c1, v16), SK_WROW(c2, v16), SK_WROW(c4, v16), SK_WROW(c8, v16)},
+    {SK_WROW(c1, v32), SK_WROW(c2, v32), SK_WROW(c4, v32), SK_WROW(c8, v32)},
+#undef SK_ROW
+#undef SK_WROW
+};
+
+static int
+sk_size_index(npy_intp size)
+{
+    switch (size) {
+        case 1: return 0;
+        case 2: return 1;
+        case 4: return 2;
+        case 8: return 3;
+        case 16: return 4;
+        case 32: return 5;
+        default: return -1;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Jobs: coalesced nd iteration over a flat index range                     */
+/* ------------------------------------------------------------------------ */
+
+typedef struct {
+    int nd;                         /* >= 1 */
+    npy_intp shape[SK_MAXDIMS];     /* memory order: outermost first */
+    npy_intp strides[4][SK_MAXDIMS];/* cond, then, else, out */
+    char *data[4];
+    npy_intp total;
+    npy_intp isz;
+    npy_intp loop_arg;              /* last argument of the inner loop */
+    sk_loop loop;
+    const char *loop_name;          /* for explain() */
+} sk_job;
+
+enum { OP_C = 0, OP_A = 1, OP_B = 2, OP_O = 3 };
+
+/* Run the flat iteration range [start, end) of a job. */
+static void
+sk_run_range(const sk_job *J, npy_intp start, npy_intp end)
+{
+    const int nd = J->nd;
+    const npy_intp inner = J->shape[nd - 1];
+    npy_intp idx[SK_MAXDIMS];
+    char *p[4];
+    npy_intp q = start / inner, r = start % inner;
+
+    for (int k = 0; k < 4; k++) {
+        p[k] = J->data[k];
+    }
+    for (int d = nd - 2; d >= 0; d--) {
+        idx[d] = q % J->shape[d];
+        q /= J->shape[d];
+        for (int k = 0; k < 4; k++) {
+            p[k] += idx[d] * J->strides[k][d];
+        }
+    }
+    const npy_intp cs = J->strides[OP_C][nd - 1], as = J->strides[OP_A][nd - 1];
+    const npy_intp bs = J->strides[OP_B][nd - 1], os = J->strides[OP_O][nd - 1];
+    npy_intp remaining = end - start;
+    while (remaining > 0) {
+        npy_intp count = inner - r;
+        if (count > remaining) {
+            count = remaining;
+        }
+        J->loop(count, p[OP_C] + r * cs, cs, p[OP_A] + r * as, as, p[OP_B] + r * bs, bs,
+                p[OP_O] + r * os, os, J->loop_arg);
+        remaining -= count;
+        r = 0;
+        if (remaining <= 0) {
+            break;
+        }
+        for (int d = nd - 2; d >= 0; d--) {
+            if (++idx[d] < J->shape[d]) {
+                for (int k = 0; k < 4; k++) {
+                    p[k] += J->strides[k][d];
+                }
+                break;
+            }
+            idx[d] = 0;
+            for (int k = 0; k < 4; k++) {
+                p[k] -= J->strides[k][d] * (J->shape[d] - 1);
+            }
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Thread pool                                                              */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Work is split across threads only when the output has at least this many
+ * elements. Measured with asv_benchmarks/thread_threshold.py (float32, random
+ * bool cond, contiguous, fresh output, 1 vs 2 threads, medians of 31 alternating
+ * runs per size, sizes 2^12..2^23 in sqrt(2) steps) on the 2-core x86-64 KVM
+ * guest (Xeon @ 2.5 GHz), under `nice -n -20` because other jobs kept the load
+ * average at 3.5-5: in 5 runs, 2 threads were slower than 1 at every size from
+ * 32768 to 741440 elements (0.62-0.96x; one run 1.35x at 131072), mixed from
+ * 1M to 3M (0.45-1.63x), and faster from 4194304 to 8388608 in 4 of the 5 runs
+ * (1.03-1.70x; 0.95-0.97x in the fifth). At normal priority (9 runs) 2 threads
+ * paid only at 8388608 elements, in 2 runs. This VM's copy bandwidth does not
+ * grow with a second thread (kernel_ratios.py: np.copyto of 10^7 float32 at
+ * 5.0 GB/s on 1 thread, 4.6 GB/s on 2), so a memory-bound select gains little
+ * from one; the back-off below protects busy machines.
+ */
+#ifndef SK_DEFAULT_PARALLEL_MIN
+#define SK_DEFAULT_PARALLEL_MIN 4194304
+#endif
+/* Below this many elements the GIL is kept (releasing it costs more than it saves). */
+#define SK_NOGIL_MIN 4096
+/* Work is claimed in chunks of at least this many elements ... */
+#define SK_MIN_CHUNK 16384
+/* ... about this many per thread, so a late or preempted thread costs little. */
+#define SK_CHUNKS_PER_THREAD 4
+/* How long the caller busy-waits for the last workers before sleeping. */
+#define SK_SPIN_SECONDS 200e-6
+#define SK_MAX_THREADS 256
+
+static npy_intp sk_parallel_min = SK_DEFAULT_PARALLEL_MIN;
+static int sk_num_threads = 1;
+static unsigned long long sk_calls = 0, sk_threaded_calls = 0, sk_temp_calls = 0;
+
+#if SK_HAVE_THREADS
+
+/*
+ * One job at a time (the `busy` lock; a second concurrent caller runs its job
+ * serially). The output is cut into chunks that the caller and the workers
+ * claim with an atomic counter, so a worker the OS has not scheduled yet costs
+ * nothing: the caller takes its chunks. When the caller runs out of chunks it
+ * closes the job (late workers skip it) and waits only for the workers that
+ * are inside it.
+ */
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t work_cv;
+    pthread_cond_t done_cv;
+    pthread_mutex_t busy;      /* held by the thread that owns the pool for one job */
+    int nworkers;              /* worker threads started */
+    unsigned long generation;  /* bumped for every job */
+    const sk_job *job;         /* the open job, or NULL */
+    int nparts;                /* workers with id < nparts may join it */
+    npy_intp chunk;
+    npy_intp next;             /* next flat index to claim (atomic) */
+    int active;                /* workers inside the open job */
+} sk_pool_t;
+
+static sk_pool_t sk_pool = {
+    PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
+    PTHREAD_MUTEX_INITIALIZER, 0, 0, NULL, 0, 0, 0, 0,
+};
+
+typedef struct {
+    int id;                    /* 1 .. nworkers (the caller is part 0) */
+    unsigned long seen;        /* the generation when the worker was started */
+} sk_worker_arg;
+
+/* Claim and run chunks of a job until none is left; returns the elements it ran. */
+static npy_intp
+sk_drain(const sk_job *J, npy_intp chunk)
+{
+    npy_intp done = 0;
+    for (;;) {
+        const npy_intp start = __atomic_fetch_add(&sk_pool.next, chunk, __ATOMIC_RELAXED);
+        if (start >= J->total) {
+            return done;
+        }
+        const npy_intp end = J->total - start > chunk ? start + chunk : J->total;
+        sk_run_range(J, start, end);
+        done += end - start;
+    }
+}
+
+static void *
+sk_worker(void *arg_)
+{
+    const int id = ((sk_worker_arg *)arg_)->id;
+    /* Jobs posted after this worker was started (possibly before it runs) are its own. */
+    unsigned long seen = ((sk_worker_arg *)arg_)->seen;
+    free(arg_);
+    pthread_mutex_lock(&sk_pool.mu);
+    for (;;) {
+        while (sk_pool.generation == seen) {
+            pthread_cond_wait(&sk_pool.work_cv, &sk_pool.mu);
+        }
+        seen = sk_pool.generation;
+        if (sk_pool.job == NULL || id >= sk_pool.nparts) {
+            continue; /* closed already, or not needed */
+        }
+        const sk_job *job = sk_pool.job;
+        const npy_intp chunk = sk_pool.chunk;
+        __atomic_add_fetch(&sk_pool.active, 1, __ATOMIC_RELAXED);
+        pthread_mutex_unlock(&sk_pool.mu);
+
+        sk_drain(job, chunk);
+
+        pthread_mutex_lock(&sk_pool.mu);
+        if (__atomic_sub_fetch(&sk_pool.active, 1, __ATOMIC_RELEASE) == 0) {
+            pthread_cond_signal(&sk_pool.done_cv);
+        }
+    }
+    return NULL;
+}
+
+/* Start workers until there are `want`; returns how many exist. Called with mu held. */
+static int
+sk_pool_grow(int want)
+{
+    while (sk_pool.nworkers < want) {
+        pthread_t tid;
+        pthread_attr_t attr;
+        sk_worker_arg *arg = (sk_worker_arg *)malloc(sizeof(sk_worker_arg));
+        if (arg == NULL) {
+            break;
+        }
+        arg->id = sk_pool.nworkers + 1;
+        arg->seen = sk_pool.generation;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        int rc = pthread_create(&tid, &attr, sk_worker, arg);
+        pthread_attr_destroy(&attr);
+        if (rc != 0) {
+            free(arg);
+            break;
+        }
+        sk_pool.nworkers++;
+    }
+    return sk_pool.nworkers;
+}
+
+/* In a forked child the workers do not exist: start from an empty pool. */
+static void
+sk_atfork_child(void)
+{
+    pthread_mutex_init(&sk_pool.mu, NULL);
+    pthread_mutex_init(&sk_pool.busy, NULL);
+    pthread_cond_init(&sk_pool.work_cv, NULL);
+    pthread_cond_init(&sk_pool.done_cv, NULL);
+    sk_pool.nworkers = 0;
+    sk_pool.job = NULL;
+    sk_pool.nparts = 0;
+    sk_pool.active = 0;
+}
+
+static void sk_mem_atfork_child(void);
+
+static inline void
+sk_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+static double
+sk_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/*
+ * Back-off when threads do not pay. On an oversubscribed machine the woken
+ * worker can preempt the caller on its own core, or be preempted inside its
+ * chunk while the caller waits: the parallel run then takes longer than the
+ * caller alone would have. After each parallel run the caller compares its
+ * wall time with a serial estimate (its own elements per second over the whole
+ * job); when threads did not win by 10%, the next `sk_backoff` parallel-sized
+ * jobs run on the calling thread alone (1, 2, 4, ... up to SK_BACKOFF_MAX while
+ * it keeps happening); a run that pays resets the back-off. Only the pool owner
+ * (holding `busy`) updates it.
+ */
+#define SK_BACKOFF_MAX 64
+static int sk_backoff = 0, sk_backoff_next = 1, sk_adaptive = 1;
+static unsigned long long sk_backoff_jobs = 0;
+/* Diagnostics (pool owner only): seconds the caller worked, and the runs' wall time. */
+static double sk_worked_s = 0.0, sk_wall_s = 0.0;
+
+static void
+sk_adapt(const sk_job *J, npy_intp mine, double worked, double wall)
+{
+    sk_worked_s += worked;
+    sk_wall_s += wall;
+    /* The caller's rate, scaled to the whole job; no work of its own: it did not run. */
+    const int pays = mine > 0 && wall < 0.9 * worked * ((double)J->total / (double)mine);
+    if (sk_adaptive && !pays) {
+        __atomic_store_n(&sk_backoff, sk_backoff_next, __ATOMIC_RELAXED);
+        sk_backoff_next = sk_backoff_next < SK_BACKOFF_MAX ? 2 * sk_backoff_next
+                                                           : SK_BACKOFF_MAX;
+    }
+    else {
+        sk_backoff_next = 1;
+    }
+}
+
+/* Whether a parallel-sized job should run serially now (and count it). */
+static int
+sk_backing_off(void)
+{
+    int left = __atomic_load_n(&sk_backoff, __ATOMIC_RELAXED);
+    while (left > 0) {
+        if (__atomic_compare_exchange_n(&sk_backoff, &left, left - 1, 0, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED)) {
+            __atomic_add_fetch(&sk_backoff_jobs, 1, __ATOMIC_RELAXED);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Run a job on up to `parts` threads (the caller included). Returns 0 if it could not. */
+static int
+sk_run_parallel(const sk_job *J, int parts)
+{
+    if (pthread_mutex_trylock(&sk_pool.busy) != 0) {
+        return 0; /* another thread owns the pool: run this job serially */
+    }
+    pthread_mutex_lock(&sk_pool.mu);
+    int have = sk_pool_grow(parts - 1);
+    if (have + 1 < parts) {
+        parts = have + 1;
+    }
+    if (parts < 2) {
+        pthread_mutex_unlock(&sk_pool.mu);
+        pthread_mutex_unlock(&sk_pool.busy);
+        return 0;
+    }
+    /* About SK_CHUNKS_PER_THREAD chunks per thread, whole cache lines of output. */
+    npy_intp chunk = (J->total + (npy_intp)parts * SK_CHUNKS_PER_THREAD - 1) /
+                     ((npy_intp)parts * SK_CHUNKS_PER_THREAD);
+    if (chunk < SK_MIN_CHUNK) {
+        chunk = SK_MIN_CHUNK;
+    }
+    chunk = (chunk + 63) & ~(npy_intp)63;
+    sk_pool.job = J;
+    sk_pool.nparts = parts;
+    sk_pool.chunk = chunk;
+    __atomic_store_n(&sk_pool.next, 0, __ATOMIC_RELAXED);
+    sk_pool.active = 0;
+    const double t_start = sk_now();
+    sk_pool.generation++;
+    pthread_cond_broadcast(&sk_pool.work_cv);
+    pthread_mutex_unlock(&sk_pool.mu);
+
+    const double t0 = sk_now();
+    const npy_intp mine = sk_drain(J, chunk);
+    const double t1 = sk_now();
+
+    pthread_mutex_lock(&sk_pool.mu);
+    sk_pool.job = NULL; /* closed: workers that wake up now skip it */
+    if (sk_pool.active > 0) {
+        /*
+         * Wait for the workers still inside. Busy-wait a little first: sleeping
+         * on the condition variable (or sched_yield) gives the core away, and on
+         * a busy machine getting it back costs a scheduler time slice
+         * (milliseconds), far more than the rest of a chunk.
+         */
+        pthread_mutex_unlock(&sk_pool.mu);
+        const double spin_until = t1 + SK_SPIN_SECONDS;
+        for (unsigned spin = 1; __atomic_load_n(&sk_pool.active, __ATOMIC_ACQUIRE) > 0; spin++) {
+            sk_cpu_relax();
+            if ((spin & 255) == 0 && sk_now() > spin_until) {
+                break;
+            }
+        }
+        pthread_mutex_lock(&sk_pool.mu);
+        while (sk_pool.active > 0) {
+            pthread_cond_wait(&sk_pool.done_cv, &sk_pool.mu);
+        }
+    }
+    pthread_mutex_unlock(&sk_pool.mu);
+    sk_adapt(J, mine, t1 - t0, sk_now() - t_start);
+    pthread_mutex_unlock(&sk_pool.busy);
+    return 1;
+}
+
+#endif /* SK_HAVE_THREADS */
+
+/* Number of threads a job of `total` elements gets. */
+static int
+sk_parts_for(npy_intp total)
+{
+    int threads = sk_num_threads;
+    if (threads < 2 || total < sk_parallel_min) {
+        return 1;
+    }
+    npy_intp by_size = total / SK_MIN_CHUNK;
+    if (by_size < threads) {
+        threads = (int)(by_size < 1 ? 1 : by_size);
+    }
+    return threads;
+}
+
+/* Run a job, releasing the GIL for large ones. Called with the GIL held. */
+static void
+sk_execute(const sk_job *J)
+{
+    int parts = sk_parts_for(J->total);
+    int threaded = 0;
+    sk_calls++;
+    if (J->total < SK_NOGIL_MIN) {
+        sk_run_range(J, 0, J->total);
+        return;
+    }
+    Py_BEGIN_ALLOW_THREADS
+#if SK_HAVE_THREADS
+    if (parts > 1 && !sk_backing_off()) {
+        threaded = sk_run_parallel(J, parts);
+    }
+#endif
+    if (!threaded) {
+        sk_run_range(J, 0, J->total);
+    }
+    Py_END_ALLOW_THREADS
+    if (threaded) {
+        sk_threaded_calls++;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Output memory pool                                                       */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A fresh multi-megabyte output costs a page fault per page (the kernel zeroes
+ * every page before the select writes it): measured on the 2-core VM, about as
+ * long as the select itself at 10^7 float32. Outputs of at least SK_POOL_MIN
+ * bytes are therefore allocated through a NumPy memory handler (NEP 49) whose
+ * free() keeps up to SK_POOL_SLOTS blocks (sk_pool_limit bytes in all) for
+ * reuse by an output of exactly the same size, as a caching allocator does.
+ * New blocks are 2 MiB aligned and advised for transparent huge pages.
+ * ARRAYSELECT_POOL_MB (read by the Python side) sets the limit; 0 disables it.
+ */
+#define SK_POOL_MIN ((size_t)1 << 20)
+#define SK_POOL_SLOTS 8
+#define SK_HUGE ((size_t)2 << 20)
+
+#if !defined(_WIN32)
+#include <sys/mman.h>
+#endif
+
+typedef struct {
+    void *ptr;
+    size_t size;
+} sk_block;
+
+static struct {
+    sk_block blocks[SK_POOL_SLOTS]; /* oldest first */
+    int count;
+    size_t bytes;
+    unsigned long long hits, misses;
+} sk_mem = {{{NULL, 0}}, 0, 0, 0, 0};
+static size_t sk_pool_limit = (size_t)256 << 20;
+static PyObject *sk_handler_capsule = NULL;
+
+#if SK_HAVE_THREADS
+static pthread_mutex_t sk_mem_mu = PTHREAD_MUTEX_INITIALIZER;
+#define SK_MEM_LOCK() pthread_mutex_lock(&sk_mem_mu)
+#define SK_MEM_UNLOCK() pthread_mutex_unlock(&sk_mem_mu)
+#else
+#define SK_MEM_LOCK() ((void)0)
+#define SK_MEM_UNLOCK() ((void)0)
+#endif
+
+#if SK_HAVE_THREADS
+static void
+sk_mem_atfork_child(void)
+{
+    pthread_mutex_init(&sk_mem_mu, NULL);
+}
+#endif
+
+static void *
+sk_fresh_block(size_t size)
+{
+#if !defined(_WIN32)
+    void *p = NULL;
+    if (size >= 2 * SK_HUGE) {
+        if (posix_memalign(&p, SK_HUGE, size) != 0) {
+            return NULL;
+        }
+#ifdef MADV_HUGEPAGE
+        madvise(p, size - size % SK_HUGE, MADV_HUGEPAGE);
+#endif
+        return p;
+    }
+#endif
+    return malloc(size);
+}
+
+static void *
+sk_mem_malloc(void *ctx, size_t size)
+{
+    (void)ctx;
+    if (size >= SK_POOL_MIN) {
+        SK_MEM_LOCK();
+        for (int i = sk_mem.count - 1; i >= 0; i--) {
+            if (sk_mem.blocks[i].size == size) {
+                void *p = sk_mem.blocks[i].ptr;
+                memmove(&sk_mem.blocks[i], &sk_mem.blocks[i + 1],
+                        sizeof(sk_block) * (size_t)(sk_mem.count - i - 1));
+                sk_mem.count--;
+                sk_mem.bytes -= size;
+                sk_mem.hits++;
+                SK_MEM_UNLOCK();
+                return p;
+            }
+        }
+        sk_mem.misses++;
+        SK_MEM_UNLOCK();
+    }
+    return sk_fresh_block(size ? size : 1);
+}
+
+static void *
+sk_mem_calloc(void *ctx, size_t nelem, size_t elsize)
+{
+    (void)ctx;
+    return calloc(nelem, elsize);
+}
+
+static void *
+sk_mem_realloc(void *ctx, void *ptr, size_t new_size)
+{
+    (void)ctx;
+    return realloc(ptr, new_size);
+}
+
+static void
+sk_mem_free(void *ctx, void *ptr, size_t size)
+{
+    (void)ctx;
+    void *evicted[SK_POOL_SLOTS];
+    int nevicted = 0;
+    if (ptr == NULL) {
+        return;
+    }
+    if (size >= SK_POOL_MIN && size <= sk_pool_limit) {
+        SK_MEM_LOCK();
+        /* Make room: drop the oldest blocks until this one fits. */
+        while (sk_mem.count > 0 &&
+               (sk_mem.count == SK_POOL_SLOTS || sk_mem.bytes + size > sk_pool_limit)) {
+            evicted[nevicted++] = sk_mem.blocks[0].ptr;
+            sk_mem.bytes -= sk_mem.blocks[0].size;
+            memmove(&sk_mem.blocks[0], &sk_mem.blocks[1],
+                    sizeof(sk_block) * (size_t)(sk_mem.count - 1));
+            sk_mem.count--;
+        }
+        sk_mem.blocks[sk_mem.count].ptr = ptr;
+        sk_mem.blocks[sk_mem.count].size = size;
+        sk_mem.count++;
+        sk_mem.bytes += size;
+        ptr = NULL;
+        SK_MEM_UNLOCK();
+    }
+    for (int i = 0; i < nevicted; i++) {
+        free(evicted[i]);
+    }
+    free(ptr);
+}
+
+static PyDataMem_Handler sk_mem_handler = {
+    "arrayselect_output_pool",
+    1,
+    {NULL, sk_mem_malloc, sk_mem_calloc, sk_mem_realloc, sk_mem_free},
+};
+
+/* Free every cached block. */
+static void
+sk_pool_release(void)
+{
+    void *blocks[SK_POOL_SLOTS];
+    int n;
+    SK_MEM_LOCK();
+    n = sk_mem.count;
+    for (int i = 0; i < n; i++) {
+        blocks[i] = sk_mem.blocks[i].ptr;
+    }
+    sk_mem.count = 0;
+    sk_mem.bytes = 0;
+    SK_MEM_UNLOCK();
+    for (int i = 0; i < n; i++) {
+        free(blocks[i]);
+    }
+}
+
+/* A new array; large ones through the pool handler. */
+static PyObject *
+sk_alloc_array(PyArray_Descr *descr, int nd, const npy_intp *dims, const npy_intp *strides)
+{
+    npy_intp nbytes = descr->elsize;
+    for (int d = 0; d < nd; d++) {
+        if (dims[d] != 0 && nbytes > NPY_MAX_INTP / dims[d]) {
+            nbytes = 0; /* too large: let NumPy report it */
+            break;
+        }
+        nbytes *= dims[d];
+    }
+    if (sk_pool_limit == 0 || (size_t)nbytes < SK_POOL_MIN || sk_handler_capsule == NULL) {
+        return PyArray_NewFromDescr(&PyArray_Type, descr, nd, dims, (npy_intp *)strides, NULL, 0,
+                                    NULL);
+    }
+    PyObject *old = PyDataMem_SetHandler(sk_handler_capsule);
+    if (old == NULL) {
+        Py_DECREF(descr);
+        return NULL;
+    }
+    PyObject *arr = PyArray_NewFromDescr(&PyArray_Type, descr, nd, dims, (npy_intp *)strides,
+                                         NULL, 0, NULL);
+    PyObject *mine = PyDataMem_SetHandler(old);
+    Py_DECREF(old);
+    if (mine == NULL) {
+        Py_XDECREF(arr);
+        return NULL;
+    }
+    Py_DECREF(mine);
+    return arr;
+}
+
+static PyObject *
+sk_set_pool_limit(PyObject *NPY_UNUSED(self), PyObject *arg)
+{
+    Py_ssize_t n = PyLong_AsSsize_t(arg);
+    if (n == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (n < 0) {
+        PyErr_SetString(PyExc_ValueError, "the pool limit must be >= 0 bytes");
+        return NULL;
+    }
+    SK_MEM_LOCK();
+    sk_pool_limit = (size_t)n;
+    SK_MEM_UNLOCK();
+    sk_pool_release();
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+sk_pool_info(PyObject *NPY_UNUSED(self), PyObject *NPY_UNUSED(args))
+{
+    SK_MEM_LOCK();
+    PyObject *r = Py_BuildValue("{s:n,s:n,s:i,s:K,s:K}", "limit", (Py_ssize_t)sk_pool_limit,
+                                "cached_bytes", (Py_ssize_t)sk_mem.bytes, "cached_blocks",
+                                sk_mem.count, "hits", sk_mem.hits, "misses", sk_mem.misses);
+    SK_MEM_UNLOCK();
+    return r;
+}
+
+static PyObject *
+sk_release_pool(PyObject *NPY_UNUSED(self), PyObject *NPY_UNUSED(args))
+{
+    sk_pool_release();
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Setting up a call                                                        */
+/* ------------------------------------------------------------------------ */
+
+typedef struct {
+    int nd;
+    npy_intp dims[SK_MAXDIMS];
+    npy_intp strides[SK_MAXDIMS];
+} sk_layout;
+
+static int
+sk_parse_shape(PyObject *tuple, const char *what, int *nd, npy_intp *dims)
+{
+    if (!PyTuple_Check(tuple)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a tuple of ints", what);
+        return -1;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(tuple);
+    if (n > SK_MAXDIMS) {
+        PyErr_Format(PyExc_ValueError, "%s has %zd dimensions, more than %d", what, n,
+                     SK_MAXDIMS);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        npy_intp d = PyLong_AsSsize_t(PyTuple_GET_ITEM(tuple, i));
+        if (d == -1 && PyErr_Occurred()) {
+            return -1;
+        }
+        if (d < 0) {
+            PyErr_Format(PyExc_ValueError, "%s has a negative dimension", what);
+            return -1;
+        }
+        dims[i] = d;
+    }
+    *nd = (int)n;
+    return 0;
+}
+
+/*
+ * The layout of `arr` seen with the aligned shape (al_nd, al_dims), or with its
+ * own shape when al_nd < 0. The aligned shape only inserts or drops size-1
+ * dimensions, so it is a view: its non-1 dimensions match the array's non-1
+ * dimensions in order, and keep their strides.
+ */
+static int
+sk_input_layout(PyArrayObject *arr, int al_nd, const npy_intp *al_dims, const char *name,
+                sk_layout *L)
+{
+    const int andim = PyArray_NDIM(arr);
+    const npy_intp *adims = PyArray_DIMS(arr);
+    const npy_intp *astrides = PyArray_STRIDES(arr);
+    if (al_nd < 0) {
+        L->nd = andim;
+        for (int i = 0; i < andim; i++) {
+            L->dims[i] = adims[i];
+            L->strides[i] = adims[i] == 1 ? 0 : astrides[i];
+        }
+        return 0;
+    }
+    L->nd = al_nd;
+    int j = 0;
+    for (int k = 0; k < al_nd; k++) {
+        L->dims[k] = al_dims[k];
+        if (al_dims[k] == 1) {
+            L->strides[k] = 0;
+            continue;
+        }
+        while (j < andim && adims[j] == 1) {
+            j++;
+        }
+        if (j >= andim || adims[j] != al_dims[k]) {
+            goto mismatch;
+        }
+        L->strides[k] = astrides[j];
+        j++;
+    }
+    while (j < andim) {
+        if (adims[j] != 1) {
+            goto mismatch;
+        }
+        j++;
+    }
+    return 0;
+mismatch:
+    PyErr_Format(PyExc_ValueError,
+                 "internal error: %s cannot be viewed with its aligned shape", name);
+    return -1;
+}
+
+/* Broadcast a layout onto the output shape: strides per output dim (0 = broadcast). */
+static int
+sk_broadcast(const sk_layout *L, int nd, const npy_intp *dims, const char *name,
+             npy_intp *strides)
+{
+    if (L->nd > nd) {
+        goto fail;
+    }
+    const int off = nd - L->nd;
+    for (int d = 0; d < nd; d++) {
+        if (d < off) {
+            strides[d] = 0;
+            continue;
+        }
+        const npy_intp ld = L->dims[d - off];
+        if (ld == dims[d]) {
+            strides[d] = dims[d] == 1 ? 0 : L->strides[d - off];
+        }
+        else if (ld == 1) {
+            strides[d] = 0;
+        }
+        else {
+            goto fail;
+        }
+    }
+    return 0;
+fail:
+    PyErr_Format(PyExc_ValueError,
+                 "internal error: %s does not broadcast onto the output shape", name);
+    return -1;
+}
+
+static inline npy_intp
+sk_abs(npy_intp x)
+{
+    return x < 0 ? -x : x;
+}
+
+/*
+ * Axis order for iteration (outermost first), like NPY_KEEPORDER: axis x goes
+ * outside axis y when the first operand (in priority order) with nonzero
+ * strides on both has the larger |stride| on x. Stable: C order on ties.
+ */
+static void
+sk_axis_order(int nd, npy_intp strides[4][SK_MAXDIMS], const int *prio, int nprio, int *perm)
+{
+    for (int i = 0; i < nd; i++) {
+        perm[i] = i;
+    }
+    for (int i = 1; i < nd; i++) {
+        const int ax = perm[i];
+        int pos = i;
+        while (pos > 0) {
+            const int other = perm[pos - 1];
+            int swap = 0;
+            for (int k = 0; k < nprio; k++) {
+                const npy_intp s1 = sk_abs(strides[prio[k]][ax]);
+                const npy_intp s0 = sk_abs(strides[prio[k]][other]);
+                if (s1 != 0 && s0 != 0) {
+                    swap = s1 > s0;
+                    break;
+                }
+            }
+            if (!swap) {
+                break;
+            }
+            perm[pos] = other;
+            pos--;
+        }
+        perm[pos] = ax;
+    }
+}
+
+/* Byte extent [lo, hi) an operand touches. */
+static void
+sk_extent(const char *data, int nd, const npy_intp *dims, const npy_intp *strides,
+          npy_intp isz, const char **lo, const char **hi)
+{
+    npy_intp low = 0, high = isz;
+    for (int d = 0; d < nd; d++) {
+        const npy_intp span = strides[d] * (dims[d] - 1);
+        if (span < 0) {
+            low += span;
+        }
+        else {
+            high += span;
+        }
+    }
+    *lo = data + low;
+    *hi = data + high;
+}
+
+/*
+ * How `out` relates to an input: 0 no overlap, 1 the very same elements
+ * (same address, item size and strides: element-wise safe), 2 a partial
+ * overlap (needs a temporary).
+ */
+static int
+sk_overlap(const char *in_data, const npy_intp *in_strides, npy_intp in_isz,
+           const char *out_data, const npy_intp *out_strides, npy_intp out_isz, int nd,
+           const npy_intp *dims)
+{
+    const char *ilo, *ihi, *olo, *ohi;
+    sk_extent(in_data, nd, dims, in_strides, in_isz, &ilo, &ihi);
+    sk_extent(out_data, nd, dims, out_strides, out_isz, &olo, &ohi);
+    if (ihi <= olo || ohi <= ilo) {
+        return 0;
+    }
+    if (in_data != out_data || in_isz != out_isz) {
+        return 2;
+    }
+    for (int d = 0; d < nd; d++) {
+        if (dims[d] > 1 && in_strides[d] != out_strides[d]) {
+            return 2;
+        }
+    }
+    return 1;
+}
+
+/* Pick the inner loop of a prepared job. */
+static void
+sk_pick_loop(sk_job *J, npy_intp csz, int alias_a, int alias_b, int alias_c)
+{
+    const int nd = J->nd;
+    const npy_intp isz = J->isz;
+    const npy_intp cs = J->strides[OP_C][nd - 1], as = J->strides[OP_A][nd - 1];
+    const npy_intp bs = J->strides[OP_B][nd - 1], os = J->strides[OP_O][nd - 1];
+    const int vi = sk_size_index(isz), ci = sk_size_index(csz);
+    const npy_intp packed = (isz << 4) | csz;
+
+    if (cs == 0) {
+        J->loop = block_loop;
+        J->loop_name = "block";
+        J->loop_arg = packed;
+        return;
+    }
+    J->loop_arg = isz;
+    /* Typed loops need every element naturally aligned (8 bytes for wider ones). */
+    uintptr_t valign = (uintptr_t)(isz > 8 ? 8 : isz) - 1, calign = (uintptr_t)csz - 1;
+    uintptr_t vbits = 0, cbits = (uintptr_t)J->data[OP_C];
+    for (int k = OP_A; k <= OP_O; k++) {
+        vbits |= (uintptr_t)J->data[k];
+        for (int d = 0; d < nd; d++) {
+            vbits |= (uintptr_t)J->strides[k][d];
+        }
+    }
+    for (int d = 0; d < nd; d++) {
+        cbits |= (uintptr_t)J->strides[OP_C][d];
+    }
+    if (vi < 0 || ci < 0 || ci > 3 || (vbits & valign) != 0 || (cbits & calign) != 0) {
+        J->loop = generic_loop;
+        J->loop_name = "generic";
+        J->loop_arg = packed;
+        return;
+    }
+    const sk_loop *row = sk_loops[vi][ci];
+    const int a_ok = as == isz || as == 0, b_ok = bs == isz || bs == 0;
+    const int contig = cs == csz && os == isz && a_ok && b_ok;
+    if (contig && !alias_c) {
+        if (!alias_a && !alias_b) {
+            const int kind = as == 0 ? (bs == 0 ? SK_SS : SK_SC) : (bs == 0 ? SK_CS : SK_CC);
+            J->loop = row[kind];
+            J->loop_name = sk_kind_names[kind];
+            return;
+        }
+        if (alias_a && !alias_b && row[SK_IA] != NULL) {
+            J->loop = row[SK_IA];
+            J->loop_name = sk_kind_names[SK_IA];
+            return;
+        }
+        if (alias_b && !alias_a && row[SK_IB] != NULL) {
+            J->loop = row[SK_IB];
+            J->loop_name = sk_kind_names[SK_IB];
+            return;
+        }
+    }
+    J->loop = row[SK_ST];
+    J->loop_name = sk_kind_names[SK_ST];
+}
+
+/*
+ * Fill a job for out = select(c, a, b) where every operand's strides are given
+ * per output dimension (broadcast dims have stride 0): memory-order the axes,
+ * drop size-1 axes, coalesce, pick the loop.
+ */
+static void
+sk_prepare(sk_job *J, int nd, const npy_intp *dims, npy_intp strides[4][SK_MAXDIMS],
+           char *data[4], npy_intp isz, npy_intp csz, int alias_a, int alias_b, int alias_c)
+{
+    static const int prio[4] = {OP_O, OP_A, OP_B, OP_C};
+    int perm[SK_MAXDIMS];
+    npy_intp total = 1;
+
+    for (int d = 0; d < nd; d++) {
+        total *= dims[d];
+    }
+    sk_axis_order(nd, strides, prio, 4, perm);
+    J->isz = isz;
+    J->total = total;
+    for (int k = 0; k < 4; k++) {
+        J->data[k] = data[k];
+    }
+    int m = 0;
+    for (int i = 0; i < nd; i++) {
+        const int ax = perm[i];
+        if (dims[ax] == 1) {
+            continue;
+        }
+        if (m > 0) {
+            int merge = 1;
+            for (int k = 0; k < 4; k++) {
+                if (J->strides[k][m - 1] != strides[k][ax] * dims[ax]) {
+                    merge = 0;
+                    break;
+                }
+            }
+            if (merge) {
+                J->shape[m - 1] *= dims[ax];
+                for (int k = 0; k < 4; k++) {
+                    J->strides[k][m - 1] = strides[k][ax];
+                }
+                continue;
+            }
+        }
+        J->shape[m] = dims[ax];
+        for (int k = 0; k < 4; k++) {
+            J->strides[k][m] = strides[k][ax];
+        }
+        m++;
+    }
+    if (m == 0) {
+        J->shape[0] = 1;
+        for (int k = 0; k < 4; k++) {
+            J->strides[k][0] = 0;
+        }
+        m = 1;
+    }
+    J->nd = m;
+    sk_pick_loop(J, csz, alias_a, alias_b, alias_c);
+}
+
+/* A fresh output array of `descr` with the memory order of the inputs. */
+static PyArrayObject *
+sk_new_output(PyArray_Descr *descr, int nd, const npy_intp *dims,
+              npy_intp in_strides[4][SK_MAXDIMS])
+{
+    static const int prio[3] = {OP_A, OP_B, OP_C};
+    int perm[SK_MAXDIMS];
+    npy_intp strides[SK_MAXDIMS];
+    int c_order = 1;
+
+    sk_axis_order(nd, in_strides, prio, 3, perm);
+    for (int i = 0; i < nd; i++) {
+        if (perm[i] != i) {
+            c_order = 0;
+            break;
+        }
+    }
+    Py_INCREF(descr);
+    if (c_order) {
+        return (PyArrayObject *)sk_alloc_array(descr, nd, dims, NULL);
+    }
+    npy_intp s = descr->elsize;
+    for (int i = nd - 1; i >= 0; i--) {
+        strides[perm[i]] = s;
+        s *= dims[perm[i]] > 0 ? dims[perm[i]] : 1;
+    }
+    return (PyArrayObject *)sk_alloc_array(descr, nd, dims, strides);
+}
+
+static int
+sk_check_array(PyObject *obj, const char *name)
+{
+    if (!PyArray_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a numpy.ndarray, got %s", name,
+                     Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    return 0;
+}
+
+static int
+sk_check_dtypes(PyArray_Descr *descr, PyArray_Descr *cdescr)
+{
+    if (PyDataType_REFCHK(descr) || descr->elsize <= 0) {
+        PyErr_Format(PyExc_TypeError, "the select kernel does not handle dtype %R",
+                     (PyObject *)descr);
+        return -1;
+    }
+    const npy_intp csz = cdescr->elsize;
+    if (PyDataType_REFCHK(cdescr) || !(csz == 1 || csz == 2 || csz == 4 || csz == 8)) {
+        PyErr_Format(PyExc_TypeError,
+                     "the select kernel needs a cond of 1, 2, 4 or 8 bytes, got %R",
+                     (PyObject *)cdescr);
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * The kernel proper: out = select(cond, then, else) for operands given by
+ * their aligned layouts and data pointers (a Python scalar is a 0-d layout over
+ * a buffer). `out_arr` is NULL (allocate, in the inputs' memory order) or an
+ * array of the output shape and item size. Returns a new reference.
+ */
+/* What explain() reports about a prepared job instead of running it. */
+static PyObject *
+sk_describe(const sk_job *J, int temporary)
+{
+    PyObject *shape = PyTuple_New(J->nd);
+    PyObject *strides = PyTuple_New(4);
+    if (shape == NULL || strides == NULL) {
+        Py_XDECREF(shape);
+        Py_XDECREF(strides);
+        return NULL;
+    }
+    for (int d = 0; d < J->nd; d++) {
+        PyTuple_SET_ITEM(shape, d, PyLong_FromSsize_t(J->shape[d]));
+    }
+    for (int k = 0; k < 4; k++) {
+        PyObject *t = PyTuple_New(J->nd);
+        if (t == NULL) {
+            Py_DECREF(shape);
+            Py_DECREF(strides);
+            return NULL;
+        }
+        for (int d = 0; d < J->nd; d++) {
+            PyTuple_SET_ITEM(t, d, PyLong_FromSsize_t(J->strides[k][d]));
+        }
+        PyTuple_SET_ITEM(strides, k, t);
+    }
+    return Py_BuildValue("{s:N,s:N,s:s,s:i,s:O}", "shape", shape, "strides", strides, "loop",
+                         J->loop_name, "threads", sk_parts_for(J->total), "temporary",
+                         temporary ? Py_True : Py_False);
+}
+
+static PyObject *
+sk_core(PyArray_Descr *descr, npy_intp csz, const sk_layout in[3], char *in_data[3],
+        PyArrayObject *out_arr, int nd, const npy_intp *out_dims, int explain)
+{
+    static const char *names[3] = {"cond", "then", "else"};
+    npy_intp strides[4][SK_MAXDIMS];
+    char *data[4];
+    const npy_intp isz = descr->elsize;
+    npy_intp total = 1;
+
+    for (int d = 0; d < nd; d++) {
+        if (out_dims[d] != 0 && total > NPY_MAX_INTP / out_dims[d]) {
+            PyErr_SetString(PyExc_ValueError, "output shape is too large");
+            return NULL;
+        }
+        total *= out_dims[d];
+    }
+    for (int k = 0; k < 3; k++) {
+        if (sk_broadcast(&in[k], nd, out_dims, names[k], strides[k]) < 0) {
+            return NULL;
+        }
+        data[k] = in_data[k];
+    }
+
+    PyArrayObject *out;
+    int alias[3] = {0, 0, 0};
+    int need_temp = 0;
+    if (out_arr == NULL) {
+        out = sk_new_output(descr, nd, out_dims, strides);
+        if (out == NULL) {
+            return NULL;
+        }
+    }
+    else {
+        out = out_arr;
+        if (PyArray_NDIM(out) != nd) {
+            goto bad_out_shape;
+        }
+        for (int d = 0; d < nd; d++) {
+            if (PyArray_DIMS(out)[d] != out_dims[d]) {
+                goto bad_out_shape;
+            }
+        }
+        if (PyArray_ITEMSIZE(out) != isz) {
+            PyErr_SetString(PyExc_TypeError, "internal error: out has the wrong item size");
+            return NULL;
+        }
+        if (PyArray_FailUnlessWriteable(out, "out") < 0) {
+            return NULL;
+        }
+        Py_INCREF(out);
+    }
+    if (total == 0) {
+        if (explain) {
+            Py_DECREF(out);
+            return Py_BuildValue("{s:O}", "loop", Py_None);
+        }
+        return (PyObject *)out;
+    }
+    for (int d = 0; d < nd; d++) {
+        strides[OP_O][d] = out_dims[d] == 1 ? 0 : PyArray_STRIDES(out)[d];
+    }
+    data[OP_O] = PyArray_BYTES(out);
+    if (out_arr != NULL) {
+        const npy_intp in_isz[3] = {csz, isz, isz};
+        for (int k = 0; k < 3; k++) {
+            int rel = sk_overlap(data[k], strides[k], in_isz[k], data[OP_O], strides[OP_O], isz,
+                                 nd, out_dims);
+            if (rel == 2) {
+                need_temp = 1;
+            }
+            alias[k] = rel == 1;
+        }
+    }
+
+    sk_job job;
+    if (!need_temp) {
+        sk_prepare(&job, nd, out_dims, strides, data, isz, csz, alias[1], alias[2], alias[0]);
+        if (explain) {
+            Py_DECREF(out);
+            return sk_describe(&job, 0);
+        }
+        sk_execute(&job);
+        return (PyObject *)out;
+    }
+
+    /* out partially overlaps an input: compute into a temporary, then copy. */
+    Py_INCREF(descr);
+    PyArrayObject *tmp =
+        (PyArrayObject *)PyArray_NewLikeArray(out, NPY_KEEPORDER, descr, 0);
+    if (tmp == NULL) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    for (int d = 0; d < nd; d++) {
+        strides[OP_O][d] = out_dims[d] == 1 ? 0 : PyArray_STRIDES(tmp)[d];
+    }
+    data[OP_O] = PyArray_BYTES(tmp);
+    sk_prepare(&job, nd, out_dims, strides, data, isz, csz, 0, 0, 0);
+    if (explain) {
+        Py_DECREF(tmp);
+        Py_DECREF(out);
+        return sk_describe(&job, 1);
+    }
+    sk_execute(&job);
+    sk_temp_calls++;
+    if (PyArray_CopyInto(out, tmp) < 0) {
+        Py_DECREF(tmp);
+        Py_DECREF(out);
+        return NULL;
+    }
+    Py_DECREF(tmp);
+    return (PyObject *)out;
+
+bad_out_shape:
+    PyErr_SetString(PyExc_ValueError, "internal error: out does not have the output shape");
+    return NULL;
+}
+
+/*
+ * select(cond, then, else_, out, out_shape, cond_aligned, then_aligned, else_aligned)
+ *
+ * The core has validated everything; this checks again only what would make
+ * the loops unsafe.
+ */
+static PyObject *
+sk_select_impl(PyObject *const *args, Py_ssize_t nargs, int explain)
+{
+    static const char *names[3] = {"cond", "then", "else"};
+    sk_layout in[3];
+    char *data[3];
+    npy_intp out_dims[SK_MAXDIMS], al_dims[SK_MAXDIMS];
+    int nd;
+
+    if (nargs != 8) {
+        PyErr_SetString(PyExc_TypeError, "select() takes exactly 8 arguments");
+        return NULL;
+    }
+    for (int k = 0; k < 3; k++) {
+        if (sk_check_array(args[k], names[k]) < 0) {
+            return NULL;
+        }
+    }
+    if (args[3] != Py_None && sk_check_array(args[3], "out") < 0) {
+        return NULL;
+    }
+    PyArray_Descr *descr = PyArray_DESCR((PyArrayObject *)args[1]);
+    if (PyArray_ITEMSIZE((PyArrayObject *)args[2]) != descr->elsize) {
+        PyErr_SetString(PyExc_TypeError, "internal error: then and else differ in item size");
+        return NULL;
+    }
+    if (sk_check_dtypes(descr, PyArray_DESCR((PyArrayObject *)args[0])) < 0) {
+        return NULL;
+    }
+    if (sk_parse_shape(args[4], "out_shape", &nd, out_dims) < 0) {
+        return NULL;
+    }
+    for (int k = 0; k < 3; k++) {
+        int al_nd = -1;
+        if (args[5 + k] != Py_None && sk_parse_shape(args[5 + k], names[k], &al_nd, al_dims) < 0) {
+            return NULL;
+        }
+        if (sk_input_layout((PyArrayObject *)args[k], al_nd, al_dims, names[k], &in[k]) < 0) {
+            return NULL;
+        }
+        data[k] = PyArray_BYTES((PyArrayObject *)args[k]);
+    }
+    return sk_core(descr, PyArray_ITEMSIZE((PyArrayObject *)args[0]), in, data,
+                   args[3] == Py_None ? NULL : (PyArrayObject *)args[3], nd, out_dims, explain);
+}
+
+static PyObject *
+sk_select(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
+{
+    return sk_select_impl(args, nargs, 0);
+}
+
+/* explain(...): the arguments of select(); how it would run (nothing is written). */
+static PyObject *
+sk_explain(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
+{
+    return sk_select_impl(args, nargs, 1);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The lean call path for NumPy inputs                                      */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * fast_select(cond, then, else_, auto_broadcast, axis, cond_broadcast, out) is
+ * registered with arrayselect._select.register_fast_path for np.ndarray. It
+ * looks the call up in a cache of plans keyed on (which of then/else are Python
+ * scalars, shapes, dtypes or scalar types, auto_broadcast, axis,
+ * cond_broadcast). Plans are stored only by `remember`, which the Python miss
+ * handler calls after the general path (full validation) has succeeded; so on
+ * a hit only what depends on values is checked here (a Python scalar's range,
+ * `out`), and anything that fails goes back to the general path, which raises
+ * the error. Calls this path does not know (subclasses, NumPy scalars, options
+ * of other types, force_portable, a replaced NumPy backend) return
+ * NotImplemented. The cache is a direct-mapped table used with the GIL held.
+ */
+
+#define SK_CACHE_SLOTS 1024
+#define SK_CACHE_MAXDIM 16
+
+enum { SK_ARRAYS = 0, SK_THEN_SCALAR = 1, SK_ELSE_SCALAR = 2, SK_BOTH_SCALARS = 3 };
+enum { SK_CHECK_NONE = 0, SK_CHECK_INT = 1, SK_CHECK_FLOAT = 2 };
+
+typedef struct {
+    int nd;
+    npy_intp dims[SK_CACHE_MAXDIM];
+} sk_shape;
+
+typedef struct {
+    /* key */
+    int combo;
+    Py_hash_t hash;
+    PyObject *ab, *cb;          /* exact str */
+    Py_ssize_t axis;
+    PyObject *ckey, *tkey, *ekey; /* dtypes, or Python scalar types (borrowed in a probe) */
+    sk_shape shape[3];          /* cond, then, else (0-d for a scalar) */
+} sk_key;
+
+typedef struct {
+    int used;
+    sk_key key;                 /* owns references to ab, cb, ckey, tkey, ekey */
+    sk_shape out;
+    int has_al[3];
+    sk_shape al[3];
+    PyArray_Descr *odt;         /* output dtype (owned) */
+    int check;
+    PyObject *lo, *hi, *limit;  /* owned, or NULL */
+} sk_entry;
+
+static sk_entry sk_cache[SK_CACHE_SLOTS];
+static PyObject *sk_backend = NULL, *sk_backends = NULL, *sk_force_var = NULL;
+static PyObject *sk_backend_key = NULL, *sk_miss = NULL, *sk_general = NULL;
+static unsigned long long sk_fast_hits = 0, sk_fast_misses = 0;
+
+static inline Py_hash_t
+sk_mix(Py_hash_t h, Py_hash_t v)
+{
+    return (Py_hash_t)(((size_t)h ^ (size_t)v) * (size_t)1000003u + 0x9e3779b9u);
+}
+
+static int
+sk_scalar_type(PyObject *x)
+{
+    PyTypeObject *t = Py_TYPE(x);
+    return t == &PyBool_Type || t == &PyLong_Type || t == &PyFloat_Type ||
+           t == &PyComplex_Type;
+}
+
+/*
+ * Fill a probe key from the call's objects (borrowed references). Returns 1 on
+ * success, 0 when the call is not for this path, -1 on error.
+ */
+static int
+sk_make_key(PyObject *cond, PyObject *then, PyObject *else_, PyObject *ab, PyObject *axis,
+            PyObject *cb, sk_key *K)
+{
+    if (!PyArray_CheckExact(cond) || !PyUnicode_CheckExact(ab) || !PyUnicode_CheckExact(cb) ||
+        !PyLong_CheckExact(axis)) {
+        return 0;
+    }
+    const int t_arr = PyArray_CheckExact(then), e_arr = PyArray_CheckExact(else_);
+    const int t_sc = !t_arr && sk_scalar_type(then), e_sc = !e_arr && sk_scalar_type(else_);
+    if (t_arr && e_arr) {
+        K->combo = SK_ARRAYS;
+    }
+    else if (t_sc && e_arr) {
+        K->combo = SK_THEN_SCALAR;
+    }
+    else if (t_arr && e_sc) {
+        K->combo = SK_ELSE_SCALAR;
+    }
+    else if (t_sc && e_sc && Py_TYPE(then) == Py_TYPE(else_)) {
+        K->combo = SK_BOTH_SCALARS;
+    }
+    else {
+        return 0;
+    }
+    int overflow = 0;
+    K->axis = (Py_ssize_t)PyLong_AsLongLongAndOverflow(axis, &overflow);
+    if (overflow || (K->axis == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return 0;
+    }
+    PyObject *ops[3] = {cond, then, else_};
+    Py_hash_t h = (Py_hash_t)K->combo * 31 + (Py_hash_t)K->axis;
+    Py_hash_t hs;
+    for (int k = 0; k < 3; k++) {
+        PyObject *x = ops[k];
+        PyObject *keyobj;
+        sk_shape *S = &K->shape[k];
+        if (PyArray_CheckExact(x)) {
+            const int nd = PyArray_NDIM((PyArrayObject *)x);
+            if (nd > SK_CACHE_MAXDIM) {
+                return 0;
+            }
+            S->nd = nd;
+            for (int d = 0; d < nd; d++) {
+                S->dims[d] = PyArray_DIMS((PyArrayObject *)x)[d];
+                h = sk_mix(h, (Py_hash_t)S->dims[d]);
+            }
+            keyobj = (PyObject *)PyArray_DESCR((PyArrayObject *)x);
+        }
+        else {
+            S->nd = 0;
+            keyobj = (PyObject *)Py_TYPE(x);
+        }
+        h = sk_mix(h, (Py_hash_t)(S->nd + 101 * k));
+        hs = PyObject_Hash(keyobj);
+        if (hs == -1) {
+            return -1;
+        }
+        h = sk_mix(h, hs);
+        if (k == 0) {
+            K->ckey = keyobj;
+        }
+        else if (k == 1) {
+            K->tkey = keyobj;
+        }
+        else {
+            K->ekey = keyobj;
+        }
+    }
+    if ((hs = PyObject_Hash(ab)) == -1) {
+        return -1;
+    }
+    h = sk_mix(h, hs);
+    if ((hs = PyObject_Hash(cb)) == -1) {
+        return -1;
+    }
+    h = sk_mix(h, hs);
+    K->hash = h == -1 ? -2 : h;
+    K->ab = ab;
+    K->cb = cb;
+    return 1;
+}
+
+/* Equality of two keys' objects: identity, else value equality (dtypes, str). */
+static int
+sk_same(PyObject *x, PyObject *y)
+{
+    if (x == y) {
+        return 1;
+    }
+    if (PyType_Check(x) || PyType_Check(y)) {
+        return 0; /* Python scalar types compare by identity only */
+    }
+    return PyObject_RichCompareBool(x, y, Py_EQ);
+}
+
+/* 1: same key, 0: different, -1: error. */
+static int
+sk_key_equal(const sk_key *A, const sk_key *B)
+{
+    if (A->hash != B->hash || A->combo != B->combo || A->axis != B->axis) {
+        return 0;
+    }
+    for (int k = 0; k < 3; k++) {
+        if (A->shape[k].nd != B->shape[k].nd) {
+            return 0;
+        }
+        for (int d = 0; d < A->shape[k].nd; d++) {
+            if (A->shape[k].dims[d] != B->shape[k].dims[d]) {
+                return 0;
+            }
+        }
+    }
+    PyObject *as[5] = {A->ckey, A->tkey, A->ekey, A->ab, A->cb};
+    PyObject *bs[5] = {B->ckey, B->tkey, B->ekey, B->ab, B->cb};
+    for (int i = 0; i < 5; i++) {
+        int r = sk_same(as[i], bs[i]);
+        if (r != 1) {
+            return r;
+        }
+    }
+    return 1;
+}
+
+static void
+sk_entry_clear(sk_entry *E)
+{
+    if (!E->used) {
+        return;
+    }
+    E->used = 0;
+    Py_CLEAR(E->key.ab);
+    Py_CLEAR(E->key.cb);
+    Py_CLEAR(E->key.ckey);
+    Py_CLEAR(E->key.tkey);
+    Py_CLEAR(E->key.ekey);
+    Py_CLEAR(E->odt);
+    Py_CLEAR(E->lo);
+    Py_CLEAR(E->hi);
+    Py_CLEAR(E->limit);
+}
+
+/* Whether a Python scalar passes the entry's range check (as the core would). */
+static int
+sk_scalar_fits(const sk_entry *E, PyObject *v)
+{
+    if (E->check == SK_CHECK_NONE) {
+        return 1;
+    }
+    if (E->check == SK_CHECK_INT) {
+        /* The core: low <= value <= high (exact integer comparison). */
+        int r = PyObject_RichCompareBool(E->lo, v, Py_LE);
+        if (r == 1) {
+            r = PyObject_RichCompareBool(v, E->hi, Py_LE);
+        }
+        if (r < 0) {
+            PyErr_Clear();
+            return 0;
+        }
+        return r;
+    }
+    /* The core: each part that is an int or a finite float must not exceed the limit. */
+    const double limit = PyFloat_AS_DOUBLE(E->limit);
+    if (PyFloat_CheckExact(v)) {
+        const double x = PyFloat_AS_DOUBLE(v);
+        return !(isfinite(x) && fabs(x) > limit);
+    }
+    if (PyComplex_CheckExact(v)) {
+        const Py_complex z = PyComplex_AsCComplex(v);
+        return !(isfinite(z.real) && fabs(z.real) > limit) &&
+               !(isfinite(z.imag) && fabs(z.imag) > limit);
+    }
+    if (PyLong_CheckExact(v)) {
+        PyObject *mag = PyNumber_Absolute(v);
+        if (mag == NULL) {
+            PyErr_Clear();
+            return 0;
+        }
+        int r = PyObject_RichCompareBool(mag, E->limit, Py_GT); /* exact int/float compare */
+        Py_DECREF(mag);
+        if (r < 0) {
+            PyErr_Clear();
+            return 0;
+        }
+        return !r;
+    }
+    return 1; /* bool: only ever cached for bool dtypes (no check) */
+}
+
+static int
+sk_shape_from_tuple(PyObject *t, sk_shape *S)
+{
+    npy_intp dims[SK_MAXDIMS];
+    int nd;
+    if (sk_parse_shape(t, "shape", &nd, dims) < 0) {
+        return -1;
+    }
+    if (nd > SK_CACHE_MAXDIM) {
+        return 0;
+    }
+    S->nd = nd;
+    memcpy(S->dims, dims, sizeof(npy_intp) * (size_t)nd);
+    return 1;
+}
+
+/*
+ * remember(cond, then, else_, auto_broadcast, axis, cond_broadcast,
+ *          out_shape, cond_aligned, then_aligned, else_aligned, out_dtype, check)
+ *
+ * Store the plan of a call the general path has just validated. `check` is
+ * None, ("int", low, high) or ("float", largest).
+ */
+static PyObject *
+sk_remember(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
+{
+    sk_key K;
+    sk_entry E;
+    if (nargs != 12) {
+        PyErr_SetString(PyExc_TypeError, "remember() takes exactly 12 arguments");
+        return NULL;
+    }
+    int r = sk_make_key(args[0], args[1], args[2], args[3], args[4], args[5], &K);
+    if (r <= 0) {
+        if (r == 0) {
+            Py_RETURN_FALSE;
+        }
+        return NULL;
+    }
+    if (!PyArray_DescrCheck(args[10])) {
+        PyErr_SetString(PyExc_TypeError, "out_dtype must be a numpy.dtype");
+        return NULL;
+    }
+    memset(&E, 0, sizeof(E));
+    E.key = K;
+    if ((r = sk_shape_from_tuple(args[6], &E.out)) <= 0) {
+        if (r == 0) {
+            Py_RETURN_FALSE;
+        }
+        return NULL;
+    }
+    for (int k = 0; k < 3; k++) {
+        E.has_al[k] = args[7 + k] != Py_None;
+        if (E.has_al[k] && (r = sk_shape_from_tuple(args[7 + k], &E.al[k])) <= 0) {
+            if (r == 0) {
+                Py_RETURN_FALSE;
+            }
+            return NULL;
+        }
+    }
+    PyObject *check = args[11];
+    E.check = SK_CHECK_NONE;
+    if (check != Py_None) {
+        const char *kind;
+        if (!PyTuple_Check(check) || PyTuple_GET_SIZE(check) < 2 ||
+            (kind = PyUnicode_AsUTF8(PyTuple_GET_ITEM(check, 0))) == NULL) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_TypeError, "check must be None or a tuple");
+            return NULL;
+        }
+        if (strcmp(kind, "int") == 0 && PyTuple_GET_SIZE(check) == 3) {
+            E.check = SK_CHECK_INT;
+            E.lo = PyTuple_GET_ITEM(check, 1);
+            E.hi = PyTuple_GET_ITEM(check, 2);
+        }
+        else if (strcmp(kind, "float") == 0 && PyFloat_CheckExact(PyTuple_GET_ITEM(check, 1))) {
+            E.check = SK_CHECK_FLOAT;
+            E.limit = PyTuple_GET_ITEM(check, 1);
+        }
+        else {
+            PyErr_SetString(PyExc_ValueError, "unknown check");
+            return NULL;
+        }
+    }
+    /* Own every reference the entry keeps. */
+    Py_INCREF(K.ab);
+    Py_INCREF(K.cb);
+    Py_INCREF(K.ckey);
+    Py_INCREF(K.tkey);
+    Py_INCREF(K.ekey);
+    Py_XINCREF(E.lo);
+    Py_XINCREF(E.hi);
+    Py_XINCREF(E.limit);
+    E.odt = (PyArray_Descr *)args[10];
+    Py_INCREF(E.odt);
+    E.used = 1;
+    sk_entry *slot = &sk_cache[(size_t)K.hash % SK_CACHE_SLOTS];
+    sk_entry old = *slot;
+    *slot = E;
+    sk_entry_clear(&old); /* after the slot is consistent: decrefs may run code */
+    Py_RETURN_TRUE;
+}
+
+/* Forget every plan (tests; a registry change does not need it). */
+static PyObject *
+sk_clear_cache(PyObject *NPY_UNUSED(self), PyObject *NPY_UNUSED(args))
+{
+    for (int i = 0; i < SK_CACHE_SLOTS; i++) {
+        sk_entry old = sk_cache[i];
+        sk_cache[i].used = 0;
+        sk_entry_clear(&old);
+    }
+    Py_RETURN_NONE;
+}
+
+/*
+ * configure(backend, backends, force_var, backend_key, miss, general)
+ *
+ * backend: the NumPy backend object; backends: the registry's dict of created
+ * backends, whose entry backend_key must be `backend` for this path to act;
+ * force_var: the force_portable context variable; miss and general: Python
+ * callables taking the 7 arguments of fast_select (miss validates, runs and
+ * remembers; general runs the general path).
+ */
+static PyObject *
+sk_configure(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "configure() takes exactly 6 arguments");
+        return NULL;
+    }
+    if (!PyDict_Check(args[1]) || !PyContextVar_CheckExact(args[2]) ||
+        !PyCallable_Check(args[4]) || !PyCallable_Check(args[5])) {
+        PyErr_SetString(PyExc_TypeError, "configure(): bad argument types");
+        return NULL;
+    }
+    PyObject **slots[6] = {&sk_backend, &sk_backends, &sk_force_var, &sk_backend_key, &sk_miss,
+                           &sk_general};
+    for (int i = 0; i < 6; i++) {
+        Py_INCREF(args[i]);
+        Py_XSETREF(*slots[i], args[i]);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+sk_call7(PyObject *fn, PyObject *const *args)
+{
+    return PyObject_Vectorcall(fn, args, 7, NULL);
+}
+
+/* Pack a Python scalar into `buf` as `descr` (what np.asarray(value, dtype) does). */
+typedef union {
+    long double ld[4];
+    uint64_t u[8];
+    char bytes[64];
+} sk_scalar_buf;
+
+static PyObject *
+sk_fast_select(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
+{
+    static const char *names[3] = {"cond", "then", "else"};
+    sk_key K;
+    sk_layout in[3];
+    char *data[3];
+    sk_scalar_buf bufs[2];
+
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "fast_select() takes exactly 7 arguments");
+        return NULL;
+    }
+    if (sk_miss == NULL) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    PyObject *cond = args[0], *then = args[1], *else_ = args[2], *out = args[6];
+    int r = sk_make_key(cond, then, else_, args[3], args[4], args[5], &K);
+    if (r <= 0) {
+        if (r == 0) {
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+        return NULL;
+    }
+    /* Still in charge? (force_portable off, NumPy backend not replaced) */
+    PyObject *forced = NULL;
+    if (PyContextVar_Get(sk_force_var, Py_False, &forced) < 0) {
+        return NULL;
+    }
+    r = PyObject_IsTrue(forced);
+    Py_DECREF(forced);
+    if (r != 0) {
+        if (r < 0) {
+            return NULL;
+        }
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    PyObject *active = PyDict_GetItemWithError(sk_backends, sk_backend_key);
+    if (active != sk_backend) {
+        if (active == NULL && PyErr_Occurred()) {
+            return NULL;
+        }
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+
+    sk_entry *E = &sk_cache[(size_t)K.hash % SK_CACHE_SLOTS];
+    r = E->used ? sk_key_equal(&E->key, &K) : 0;
+    if (r <= 0) {
+        if (r < 0) {
+            return NULL;
+        }
+        sk_fast_misses++;
+        return sk_call7(sk_miss, args);
+    }
+
+    /* A hit: re-check what depends on values. */
+    PyArray_Descr *descr = E->odt;
+    const int then_scalar = K.combo == SK_THEN_SCALAR || K.combo == SK_BOTH_SCALARS;
+    const int else_scalar = K.combo == SK_ELSE_SCALAR || K.combo == SK_BOTH_SCALARS;
+    if ((then_scalar && !sk_scalar_fits(E, then)) || (else_scalar && !sk_scalar_fits(E, else_))) {
+        return sk_call7(sk_general, args);
+    }
+    if (out != Py_None) {
+        int ok = PyArray_CheckExact(out) && PyArray_NDIM((PyArrayObject *)out) == E->out.nd &&
+                 PyArray_ISWRITEABLE((PyArrayObject *)out);
+        for (int d = 0; ok && d < E->out.nd; d++) {
+            ok = PyArray_DIMS((PyArrayObject *)out)[d] == E->out.dims[d];
+        }
+        if (ok) {
+            ok = sk_same((PyObject *)PyArray_DESCR((PyArrayObject *)out), (PyObject *)descr);
+            if (ok < 0) {
+                return NULL;
+            }
+        }
+        if (!ok) {
+            return sk_call7(sk_general, args);
+        }
+    }
+    sk_fast_hits++;
+
+    /* Keep what the entry lends alive: packing a scalar may run Python code. */
+    Py_INCREF(descr);
+    const sk_shape out_shape = E->out;
+    int al_nd[3];
+    npy_intp al_dims[3][SK_CACHE_MAXDIM];
+    for (int k = 0; k < 3; k++) {
+        al_nd[k] = E->has_al[k] ? E->al[k].nd : -1;
+        if (al_nd[k] > 0) {
+            memcpy(al_dims[k], E->al[k].dims, sizeof(npy_intp) * (size_t)al_nd[k]);
+        }
+    }
+    PyObject *ops[3] = {cond, then, else_};
+    PyObject *result = NULL;
+    for (int k = 0; k < 3; k++) {
+        if (PyArray_CheckExact(ops[k])) {
+            if (sk_input_layout((PyArrayObject *)ops[k], al_nd[k], al_dims[k], names[k],
+                                &in[k]) < 0) {
+                goto done;
+            }
+            data[k] = PyArray_BYTES((PyArrayObject *)ops[k]);
+        }
+        else {
+            if (descr->elsize > (npy_intp)sizeof(sk_scalar_buf)) {
+                result = sk_call7(sk_general, args);
+                goto done;
+            }
+            char *buf = bufs[k - 1].bytes;
+            memset(buf, 0, sizeof(sk_scalar_buf));
+            if (PyArray_Pack(descr, buf, ops[k]) < 0) {
+                goto done;
+            }
+            in[k].nd = 0;
+            data[k] = buf;
+        }
+    }
+    if (sk_check_dtypes(descr, PyArray_DESCR((PyArrayObject *)cond)) < 0) {
+        goto done;
+    }
+    result = sk_core(descr, PyArray_ITEMSIZE((PyArrayObject *)cond), in, data,
+                     out == Py_None ? NULL : (PyArrayObject *)out, out_shape.nd, out_shape.dims,
+                     0);
+done:
+    Py_DECREF(descr);
+    return result;
+}
+
+static PyObject *
+sk_fast_stats(PyObject *NPY_UNUSED(self), PyObject *NPY_UNUSED(args))
+{
+    return Py_BuildValue("{s:K,s:K}", "hits", sk_fast_hits, "misses", sk_fast_misses);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Settings and statistics                                                  */
+/* ------------------------------------------------------------------------ */
+
+static PyObject *
+sk_set_num_threads(PyObject *NPY_UNUSED(self), PyObject *arg)
+{
+    long n = PyLong_AsLong(arg);
+    if (n == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (n < 1 || n > SK_MAX_THREADS) {
+        PyErr_Format(PyExc_ValueError, "the number of threads must be in [1, %d], got %ld",
+                     SK_MAX_THREADS, n);
+        return NULL;
+    }
+#if SK_HAVE_THREADS
+    sk_num_threads = (int)n;
+#else
+    sk_num_threads = 1;
+#endif
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+sk_get_num_threads(PyObject *NPY_UNUSED(self), PyObject *NPY_UNUSED(args))
+{
+    return PyLong_FromLong(sk_num_threads);
+}
+
+static PyObject *
+sk_set_parallel_min(PyObject *NPY_UNUSED(self), PyObject *arg)
+{
+    Py_ssize_t n = PyLong_AsSsize_t(arg);
+    if (n == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (n < 0) {
+        PyErr_SetString(PyExc_ValueError, "the threshold must be >= 0");
+        return NULL;
+    }
+    sk_parallel_min = n;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+sk_set_adaptive(PyObject *NPY_UNUSED(self), PyObject *arg)
+{
+    int on = PyObject_IsTrue(arg);
+    if (on < 0) {
+        return NULL;
+    }
+#if SK_HAVE_THREADS
+    sk_adaptive = on;
+    __atomic_store_n(&sk_backoff, 0, __ATOMIC_RELAXED);
+    sk_backoff_next = 1;
+#endif
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+sk_get_parallel_min(PyObject *NPY_UNUSED(self), PyObject *NPY_UNUSED(args))
+{
+    return PyLong_FromSsize_t(sk_parallel_min);
+}
+
+static PyObject *
+sk_stats(PyObject *NPY_UNUSED(self), PyObject *NPY_UNUSED(args))
+{
+#if SK_HAVE_THREADS
+    const unsigned long long backoff = sk_backoff_jobs;
+    const double worked = sk_worked_s, wall = sk_wall_s;
+#else
+    const unsigned long long backoff = 0;
+    const double worked = 0.0, wall = 0.0;
+#endif
+    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:d,s:d}", "calls", sk_calls, "threaded_calls",
+                         sk_threaded_calls, "temporary_calls", sk_temp_calls,
+                         "backed_off_calls", backoff, "caller_work_s", worked,
+                         "threaded_wall_s", wall);
+}
+
+static PyMethodDef sk_methods[] = {
+    {"select", (PyCFunction)(void (*)(void))sk_select, METH_FASTCALL,
+     "select(cond, then, else_, out, out_shape, cond_aligned, then_aligned, else_aligned)\n"
+     "--\n\n"
+     "out = cond ? then : else on raw bits. Inputs are ndarrays; each *_aligned is None\n"
+     "or the shape to view that input with (size-1 dims inserted); the three broadcast\n"
+     "by NumPy rules onto out_shape. out is None (a new array in the inputs' memory\n"
+     "order) or an array of out_shape and then's item size. Returns the output."},
+    {"explain", (PyCFunction)(void (*)(void))sk_explain, METH_FASTCALL,
+     "explain(<the arguments of select>): the coalesced iteration shape, strides\n"
+     "(cond, then, else, out), inner loop, thread count and whether a temporary\n"
+     "is needed, without running anything."},
+    {"set_pool_limit", sk_set_pool_limit, METH_O,
+     "Most bytes of freed large outputs kept for reuse (0 disables the pool)."},
+    {"pool_info", sk_pool_info, METH_NOARGS,
+     "The output pool: limit, cached bytes and blocks, hits, misses."},
+    {"release_pool", sk_release_pool, METH_NOARGS, "Free every cached output block."},
+    {"set_num_threads", sk_set_num_threads, METH_O, "Set the number of threads (>= 1)."},
+    {"get_num_threads", sk_get_num_threads, METH_NOARGS, "The number of threads."},
+    {"set_parallel_min", sk_set_parallel_min, METH_O,
+     "Set the output size (elements) from which work is split across threads."},
+    {"set_adaptive", sk_set_adaptive, METH_O,
+     "Turn the back-off (serial runs after threads did not pay) on or off."},
+    {"get_parallel_min", sk_get_parallel_min, METH_NOARGS,
+     "The output size (elements) from which work is split across threads."},
+    {"fast_select", (PyCFunction)(void (*)(void))sk_fast_select, METH_FASTCALL,
+     "fast_select(cond, then, else_, auto_broadcast, axis, cond_broadcast, out)\n"
+     "--\n\n"
+     "The lean path for np.ndarray conds: a cached plan, or NotImplemented."},
+    {"remember", (PyCFunction)(void (*)(void))sk_remember, METH_FASTCALL,
+     "Store the plan of a call the general path validated."},
+    {"configure", (PyCFunction)(void (*)(void))sk_configure, METH_FASTCALL,
+     "configure(backend, backends, force_var, backend_key, miss, general)"},
+    {"clear_cache", sk_clear_cache, METH_NOARGS, "Forget every cached plan."},
+    {"fast_stats", sk_fast_stats, METH_NOARGS, "Counters of the fast path: hits, misses."},
+    {"stats", sk_stats, METH_NOARGS,
+     "Counters: kernel calls, calls run on several threads, calls through a temporary."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef sk_module = {
+    PyModuleDef_HEAD_INIT, "_select_kernel",
+    "The compiled Select kernel of arrayselect's NumPy backend.", -1, sk_methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__select_kernel(void)
+{
+    import_array();
+#if SK_HAVE_THREADS
+    static int atfork_done = 0;
+    if (!atfork_done) {
+        pthread_atfork(NULL, NULL, sk_atfork_child);
+        pthread_atfork(NULL, NULL, sk_mem_atfork_child);
+        atfork_done = 1;
+    }
+#endif
+    PyObject *m = PyModule_Create(&sk_module);
+    if (m == NULL) {
+        return NULL;
+    }
+    if (sk_handler_capsule == NULL) {
+        sk_handler_capsule = PyCapsule_New(&sk_mem_handler, "mem_handler", NULL);
+        if (sk_handler_capsule == NULL) {
+            Py_DECREF(m);
+            return NULL;
+        }
+    }
+    if (PyModule_AddIntConstant(m, "HAVE_THREADS", SK_HAVE_THREADS) < 0 ||
+        PyModule_AddIntConstant(m, "DEFAULT_PARALLEL_MIN", SK_DEFAULT_PARALLEL_MIN) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

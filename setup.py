@@ -1,0 +1,42 @@
+"""Build the compiled Select kernel (``arrayselect.backends._select_kernel``).
+
+Everything else about the package is declared in ``pyproject.toml``; this file
+only adds the C extension, built by the ordinary setuptools build backend for
+``pip install .``, ``pip install -e .`` and the sdist alike.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+# Portable flags only: no -march=native, so a wheel runs on any x86-64/aarch64.
+# The loops are written so that the baseline ISA (SSE2 / NEON) vectorizes them;
+# measured on x86-64, AVX2 clones gained under 10% in cache and nothing at
+# memory bandwidth, so no runtime dispatch is built.
+_UNIX_FLAGS = ["-O3", "-fno-strict-aliasing", "-std=gnu11", "-pthread"]
+_MSVC_FLAGS = ["/O2"]
+
+
+class BuildExt(build_ext):  # type: ignore[misc]
+    """Pick compiler flags by compiler family."""
+
+    def build_extensions(self) -> None:
+        msvc = self.compiler.compiler_type == "msvc"
+        for ext in self.extensions:
+            ext.extra_compile_args = list(_MSVC_FLAGS if msvc else _UNIX_FLAGS)
+            ext.extra_link_args = [] if msvc else ["-pthread"]
+        super().build_extensions()
+
+
+setup(
+    ext_modules=[
+        Extension(
+            "arrayselect.backends._select_kernel",
+            sources=["backends/_kernel/select_kernel.c"],
+            include_dirs=[np.get_include()],
+        )
+    ],
+    cmdclass={"build_ext": BuildExt},
+)

@@ -1,0 +1,32 @@
+"""Every cache the library keeps, with its bound, for tests and diagnostics.
+
+A module that keeps a cache registers a reporter once; :func:`cache_sizes`
+asks them all. The concurrency tests check that no cache exceeds its bound,
+however many distinct shapes and dtypes go through :func:`arrayselect.select`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+__all__ = ["cache_sizes", "register_cache"]
+
+#: ``report() -> (current size, bound)``
+CacheReport = Callable[[], tuple[int, int]]
+
+_reports: dict[str, CacheReport] = {}
+_lock = threading.Lock()
+
+
+def register_cache(name: str, report: CacheReport) -> None:
+    """Make cache ``name`` visible to :func:`cache_sizes` (re-registering replaces)."""
+    with _lock:
+        _reports[name] = report
+
+
+def cache_sizes() -> dict[str, tuple[int, int]]:
+    """``{name: (size, bound)}`` for every registered cache."""
+    with _lock:
+        reports = list(_reports.items())
+    return {name: report() for name, report in reports}

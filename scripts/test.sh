@@ -13,3 +13,4 @@ fi
 [ "$status" -eq 0 ] || exit "$status"
 .venv/bin/mypy
 .venv/bin/ruff check src backends tests
+DOCS_DOCTESTS=0 bash scripts/docs.sh

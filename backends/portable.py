@@ -77,10 +77,14 @@ class PortableBackend(Backend):
         return self.xp.asarray(value, dtype=dtype, device=None if foreign else compat.device(like))
 
     def check_devices(self, named: list[tuple[str, Any]]) -> None:
-        first_name, first = named[0]
-        first_device = compat.device(first)
-        for name, x in named[1:]:
-            device = compat.device(x)
+        # A device of None (a JAX tracer inside jit or grad) is decided later by
+        # the library itself; compare only the devices that are known.
+        placed = [(name, compat.device(x)) for name, x in named]
+        placed = [(name, device) for name, device in placed if device is not None]
+        if not placed:
+            return
+        first_name, first_device = placed[0]
+        for name, device in placed[1:]:
             if device != first_device:
                 raise SelectValueError(
                     f"inputs must be on one device, but {first_name} is on {first_device} and "

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Set everything up, then run the whole test suite, mypy and ruff; then check
-# that the asv benchmark suite imports and is well formed (against this
-# environment) and that the quick benchmark comparison runs and matches NumPy.
+# Set everything up, then run the whole test suite, mypy and ruff, build the
+# docs; then check that the asv benchmark suite imports and is well formed
+# (against this environment) and that the quick benchmark comparison runs and
+# matches NumPy.
 ARRAYSELECT_EXTRAS=test,dev
 source "$(dirname "$0")/_venv.sh"
 set +e
@@ -15,5 +16,6 @@ fi
 [ "$status" -eq 0 ] || exit "$status"
 .venv/bin/mypy
 .venv/bin/ruff check src backends tests asv_benchmarks
+DOCS_DOCTESTS=0 bash scripts/docs.sh
 (cd asv_benchmarks && ../.venv/bin/asv check -E existing)
 .venv/bin/python -m arrayselect bench --quick

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import ALL_DTYPES, numpy_dtype
 
 import arrayselect as asel
 
@@ -35,32 +36,12 @@ def _gpu() -> tuple[Any, str]:
 cp, _REASON = _gpu()
 pytestmark = pytest.mark.skipif(cp is None, reason=_REASON or "no CUDA GPU")
 
-DTYPES = [
-    "bool",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "float16",
-    "bfloat16",
-    "float32",
-    "float64",
-    "complex64",
-    "complex128",
-]
+DTYPES = ALL_DTYPES
 COND_DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
 RNG = np.random.default_rng(1234)
 
 
-def _np_dtype(name: str) -> np.dtype[Any]:
-    if name == "bfloat16":
-        ml_dtypes = pytest.importorskip("ml_dtypes", reason="ml_dtypes is not installed")
-        return np.dtype(ml_dtypes.bfloat16)
-    return np.dtype(name)
+_np_dtype = numpy_dtype
 
 
 def _device_bits(shape: tuple[int, ...], name: str) -> Any:

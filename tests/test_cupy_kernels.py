@@ -33,6 +33,7 @@ import pytest
 from arrayselect.backends import cupy_kernels as ck
 from arrayselect.backends._fastpath import CachedFastPath
 from arrayselect.backends.numpy_backend import NumpyBackend
+from conftest import ALL_DTYPES
 
 import arrayselect as asel
 from arrayselect import _registry
@@ -42,22 +43,8 @@ BACKENDS = Path(arrayselect.backends.__file__).resolve().parent
 COND_DTYPES = [np.dtype(n) for n in ("bool", "int8", "int16", "int32", "int64")] + [
     np.dtype(n) for n in ("uint8", "uint16", "uint32", "uint64")
 ]
-VALUE_NAMES = [
-    "bool",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "float16",
-    "float32",
-    "float64",
-    "complex64",
-    "complex128",
-]
+# NumPy-native names; bfloat16 comes with the ml_dtypes names below.
+VALUE_NAMES = [n for n in ALL_DTYPES if n != "bfloat16"]
 ML_NAMES = ["bfloat16", "float8_e4m3fn", "float8_e5m2", "int4", "uint4"]
 
 

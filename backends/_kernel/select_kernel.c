@@ -468,7 +468,12 @@ sk_run_range(const sk_job *J, npy_intp start, npy_intp end)
  *     32768 elements: 19.4 us vs 15.4 us      65536: 34.0 us vs 25.0 us
  *    131072:          82.0 us vs 48.7 us     262144: 171 us vs 99 us
  * and 10^5..4*10^6 elements: 2 threads 1.9-2.2x faster. So threads pay from
- * about 2^15 elements; the default is 2^16 for margin. On a busy machine (load
+ * about 2^15 elements; the default is 2^16 for margin. Since idle workers spin
+ * for SK_WORKER_SPIN_SECONDS before sleeping, back-to-back calls pay from 2^15
+ * (asv_benchmarks/thread_threshold.py: 32768 elements 16.6 vs 11.2 us, 65536
+ * 33.1 vs 18.8 us), while a single call after a 2 ms pause (workers asleep)
+ * pays only from about 2^17 (65536: 34.0 vs 38.8 us, 131072: 92.0 vs 90.9 us);
+ * 2^16 stays the compromise. On a busy machine (load
  * average 3.5-10, other jobs on both cores) asv_benchmarks/thread_threshold.py
  * found threads paying only from ~2^22 elements: the back-off below detects
  * that case at run time and falls back to one thread.
@@ -484,6 +489,10 @@ sk_run_range(const sk_job *J, npy_intp start, npy_intp end)
 #define SK_CHUNKS_PER_THREAD 4
 /* How long the caller busy-waits for the last workers before sleeping. */
 #define SK_SPIN_SECONDS 200e-6
+/* How long an idle worker busy-waits for the next job before sleeping. */
+#ifndef SK_WORKER_SPIN_SECONDS
+#define SK_WORKER_SPIN_SECONDS 200e-6
+#endif
 #define SK_MAX_THREADS 256
 
 static npy_intp sk_parallel_min = SK_DEFAULT_PARALLEL_MIN;
@@ -524,6 +533,24 @@ typedef struct {
     unsigned long seen;        /* the generation when the worker was started */
 } sk_worker_arg;
 
+static inline void
+sk_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+static double
+sk_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 /* Claim and run chunks of a job until none is left; returns the elements it ran. */
 static npy_intp
 sk_drain(const sk_job *J, npy_intp chunk)
@@ -549,6 +576,24 @@ sk_worker(void *arg_)
     free(arg_);
     pthread_mutex_lock(&sk_pool.mu);
     for (;;) {
+        if (sk_pool.generation == seen && SK_WORKER_SPIN_SECONDS > 0) {
+            /*
+             * Busy-wait a little for the next job before sleeping: waking a
+             * sleeping thread costs tens of microseconds on a VM, as much as
+             * the work of a job of 2^16 elements, and selects often come in
+             * runs (a loop, a model's layers).
+             */
+            pthread_mutex_unlock(&sk_pool.mu);
+            const double until = sk_now() + SK_WORKER_SPIN_SECONDS;
+            for (unsigned spin = 1;
+                 __atomic_load_n(&sk_pool.generation, __ATOMIC_ACQUIRE) == seen; spin++) {
+                sk_cpu_relax();
+                if ((spin & 255) == 0 && sk_now() > until) {
+                    break;
+                }
+            }
+            pthread_mutex_lock(&sk_pool.mu);
+        }
         while (sk_pool.generation == seen) {
             pthread_cond_wait(&sk_pool.work_cv, &sk_pool.mu);
         }
@@ -613,23 +658,6 @@ sk_atfork_child(void)
 
 static void sk_mem_atfork_child(void);
 
-static inline void
-sk_cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
-static double
-sk_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /*
  * Back-off when threads do not pay. On an oversubscribed machine the woken
@@ -710,7 +738,7 @@ sk_run_parallel(const sk_job *J, int parts)
     __atomic_store_n(&sk_pool.next, 0, __ATOMIC_RELAXED);
     sk_pool.active = 0;
     const double t_start = sk_now();
-    sk_pool.generation++;
+    __atomic_add_fetch(&sk_pool.generation, 1, __ATOMIC_RELEASE); /* read by spinning workers */
     pthread_cond_broadcast(&sk_pool.work_cv);
     pthread_mutex_unlock(&sk_pool.mu);
 

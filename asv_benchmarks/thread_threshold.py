@@ -8,6 +8,10 @@ contiguous, fresh output), times ``arrayselect.select`` on 1 thread and on
 and prints the medians, their ratio, and the smallest size from which the
 threaded run is faster at that size and every larger one. That size is what
 ``SK_DEFAULT_PARALLEL_MIN`` in ``backends/_kernel/select_kernel.c`` is set from.
+
+By default calls run back to back (batches, timeit style). ``--pause-ms P``
+instead times single calls, each after sleeping P ms, so that the pool's
+workers have gone to sleep: the cost of an isolated call.
 """
 
 from __future__ import annotations
@@ -26,12 +30,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=31)
+    parser.add_argument("--pause-ms", type=float, default=0.0,
+                        help="sleep this long before each (single) timed call")
     args = parser.parse_args()
+    pause = args.pause_ms / 1e3
     rng = np.random.default_rng(0)
     saved_threads = asel.get_num_threads()
     numpy_kernel.set_parallel_threshold(0)
     _select_kernel.set_adaptive(False)  # measure threads as they are, no back-off
-    print(f"# threads={args.threads}, repeats={args.repeats}, float32, median per call")
+    mode = f"single calls after a {args.pause_ms:g} ms pause" if pause else "back to back"
+    print(f"# threads={args.threads}, repeats={args.repeats}, float32, {mode}, "
+          "median per call")
     print(f"{'elements':>10}  {'1 thread':>11}  {args.threads} threads  {'speedup':>8}")
     faster: list[tuple[int, bool]] = []
     try:
@@ -40,7 +49,7 @@ def main() -> None:
             c = rng.random(n) < 0.5
             a = rng.random(n, dtype=np.float32)
             b = rng.random(n, dtype=np.float32)
-            number = max(1, 2**16 // n * 4)
+            number = 1 if pause else max(1, 2**16 // n * 4)
             times: dict[int, list[float]] = {1: [], args.threads: []}
             for threads in times:
                 asel.set_num_threads(threads)
@@ -48,6 +57,8 @@ def main() -> None:
             for _ in range(args.repeats):
                 for threads in times:
                     asel.set_num_threads(threads)
+                    if pause:
+                        time.sleep(pause)
                     start = time.perf_counter()
                     for _ in range(number):
                         asel.select(c, a, b)

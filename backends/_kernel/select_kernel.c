@@ -471,9 +471,10 @@ sk_run_range(const sk_job *J, npy_intp start, npy_intp end)
  * about 2^15 elements; the default is 2^16 for margin. Since idle workers spin
  * for SK_WORKER_SPIN_SECONDS before sleeping, back-to-back calls pay from 2^15
  * (asv_benchmarks/thread_threshold.py: 32768 elements 16.6 vs 11.2 us, 65536
- * 33.1 vs 18.8 us), while a single call after a 2 ms pause (workers asleep)
- * pays only from about 2^17 (65536: 34.0 vs 38.8 us, 131072: 92.0 vs 90.9 us);
- * 2^16 stays the compromise. On a busy machine (load
+ * 33.1 vs 18.8 us). Single calls after a 2 ms pause (--pause-ms 2) gain
+ * nothing from a second thread below ~3*10^6 elements on that VM (0.74-1.0x:
+ * after idling it serves even cached operands at a rate one thread saturates);
+ * the back-off below catches that. On a busy machine (load
  * average 3.5-10, other jobs on both cores) asv_benchmarks/thread_threshold.py
  * found threads paying only from ~2^22 elements: the back-off below detects
  * that case at run time and falls back to one thread.
@@ -579,9 +580,9 @@ sk_worker(void *arg_)
         if (sk_pool.generation == seen && SK_WORKER_SPIN_SECONDS > 0) {
             /*
              * Busy-wait a little for the next job before sleeping: waking a
-             * sleeping thread costs tens of microseconds on a VM, as much as
-             * the work of a job of 2^16 elements, and selects often come in
-             * runs (a loop, a model's layers).
+             * sleeping thread cost 5-20 us on the 2-core VM, a large part of
+             * a 2^16-element job (~17 us per thread), and selects often come
+             * in runs (a loop, a model's layers).
              */
             pthread_mutex_unlock(&sk_pool.mu);
             const double until = sk_now() + SK_WORKER_SPIN_SECONDS;
@@ -657,7 +658,6 @@ sk_atfork_child(void)
 }
 
 static void sk_mem_atfork_child(void);
-
 
 /*
  * Back-off when threads do not pay. On an oversubscribed machine the woken

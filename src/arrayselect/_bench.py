@@ -22,6 +22,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from arrayselect._dtypes import numpy_dtype as _numpy_dtype
 from arrayselect._errors import SelectTypeError
 from arrayselect._registry import force_portable
 from arrayselect._select import backend_for, select
@@ -93,15 +94,6 @@ QUICK_CASES: tuple[BenchCase, ...] = (
 )
 
 _SEED = 20240611
-
-
-def _numpy_dtype(name: str) -> np.dtype[Any]:
-    if name == "bfloat16":
-        import ml_dtypes
-
-        bfloat16: np.dtype[Any] = np.dtype(ml_dtypes.bfloat16)
-        return bfloat16
-    return np.dtype(name)
 
 
 def _values(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> Any:

@@ -34,6 +34,7 @@ from typing import Any, Literal
 import array_api_compat as compat
 import numpy as np
 
+from arrayselect._dtypes import SPEC_DTYPES, numpy_dtype
 from arrayselect._errors import SelectError, SelectTypeError, SelectValueError
 from arrayselect._registry import force_portable
 from arrayselect._select import backend_for, select
@@ -52,23 +53,7 @@ __all__ = [
 Status = Literal["yes", "partial", "no", "absent", "n/a", "error"]
 
 #: The dtypes of the specification (SPEC §4), in table order.
-DTYPES: tuple[str, ...] = (
-    "bool",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "float16",
-    "bfloat16",
-    "float32",
-    "float64",
-    "complex64",
-    "complex128",
-)
+DTYPES: tuple[str, ...] = SPEC_DTYPES
 
 #: The features probed, in table order.
 FEATURES: tuple[str, ...] = (
@@ -184,14 +169,11 @@ def _device_name(device: Any) -> str:
 
 
 def _numpy_dtype(name: str) -> np.dtype[Any] | None:
-    if name == "bfloat16":
-        try:
-            import ml_dtypes
-        except ImportError:
-            return None
-        bfloat16: np.dtype[Any] = np.dtype(ml_dtypes.bfloat16)
-        return bfloat16
-    return np.dtype(name)
+    """NumPy's dtype for ``name``, or ``None`` (bfloat16 without ``ml_dtypes``)."""
+    try:
+        return numpy_dtype(name)
+    except ImportError:
+        return None
 
 
 # Awkward bit patterns per float width: quiet NaNs with payloads (both signs), -0.0,

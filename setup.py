@@ -1,4 +1,4 @@
-"""Build the compiled Select kernel (``arrayselect.backends._select_kernel``).
+"""Build the compiled Select kernel (``arrayselect.backends.numpy_backend._select_kernel``).
 
 Everything else about the package is declared in ``pyproject.toml``; this file
 only adds the C extension, built by the ordinary setuptools build backend for
@@ -33,8 +33,8 @@ class BuildExt(build_ext):  # type: ignore[misc]
 setup(
     ext_modules=[
         Extension(
-            "arrayselect.backends._select_kernel",
-            sources=["backends/_kernel/select_kernel.c"],
+            "arrayselect.backends.numpy_backend._select_kernel",
+            sources=["backends/numpy_backend/_kernel/select_kernel.c"],
             include_dirs=[np.get_include()],
         )
     ],

@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if cp is None:
         results["reason"] = f"no CUDA GPU ({reason})"
         return results
-    from arrayselect.backends import cupy_backend
+    from arrayselect.backends.cupy_backend import backend as cupy_backend
 
     dev = cp.cuda.Device()
     props = cp.cuda.runtime.getDeviceProperties(dev.id)

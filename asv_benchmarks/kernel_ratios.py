@@ -45,7 +45,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
-from arrayselect.backends import numpy_kernel
+from arrayselect.backends.numpy_backend import kernel as numpy_kernel
 
 import arrayselect as asel
 
@@ -121,9 +121,7 @@ def copy_bandwidth(repeats: int) -> tuple[float, float]:
     src = np.random.default_rng(1).random(N7, dtype=np.float32)
     dst = np.empty_like(src)
     np.copyto(dst, src)
-    one = statistics.median(
-        [_median_time(lambda: np.copyto(dst, src), 1) for _ in range(repeats)]
-    )
+    one = statistics.median([_median_time(lambda: np.copyto(dst, src), 1) for _ in range(repeats)])
     cores = asel.get_num_threads()
     bounds = [N7 * i // cores for i in range(cores + 1)]
     parts = [(dst[a:b], src[a:b]) for a, b in itertools.pairwise(bounds)]
@@ -162,29 +160,36 @@ def main() -> None:
 
         tw, ts = compare(where, select, repeats)
         ratio = tw / ts
-        rows.append((name, tw, ts, f"{ratio:.2f}x faster (target >= {target:g}x)",
-                     ratio >= target))
+        rows.append((name, tw, ts, f"{ratio:.2f}x faster (target >= {target:g}x)", ratio >= target))
         if cold:
             tw, ts = compare_cold(where, select, repeats)
-            rows.append(("  same, cold: one call after each np.where", tw, ts,
-                         f"{tw / ts:.2f}x faster (info)", True))
+            rows.append(
+                (
+                    "  same, cold: one call after each np.where",
+                    tw,
+                    ts,
+                    f"{tw / ts:.2f}x faster (info)",
+                    True,
+                )
+            )
 
-    print(f"# arrayselect {asel.__version__}, NumPy {np.__version__}, Python "
-          f"{platform.python_version()}, {platform.machine()}, "
-          f"{len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else '?'} "
-          f"usable cores, select threads={asel.get_num_threads()}, "
-          f"parallel threshold={numpy_kernel.get_parallel_threshold()} elements, "
-          f"repeats={repeats}, load average {_loadavg()}", flush=True)
+    print(
+        f"# arrayselect {asel.__version__}, NumPy {np.__version__}, Python "
+        f"{platform.python_version()}, {platform.machine()}, "
+        f"{len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else '?'} "
+        f"usable cores, select threads={asel.get_num_threads()}, "
+        f"parallel threshold={numpy_kernel.get_parallel_threshold()} elements, "
+        f"repeats={repeats}, load average {_loadavg()}",
+        flush=True,
+    )
 
     c7, a7, b7 = mask(N7), f32(N7), f32(N7)
     ratio_case("10^7 float32 contiguous", c7, a7, b7, 6, cold=True)
     c6, a6, b6 = c7[: 10**6].copy(), a7[: 10**6].copy(), b7[: 10**6].copy()
     ratio_case("10^6 float32 contiguous", c6, a6, b6, 8, cold=True)
-    ratio_case("cond (N,1), then/else (N,M)", mask(ROWS, 1), f32(ROWS, COLS), f32(ROWS, COLS),
-               3)
+    ratio_case("cond (N,1), then/else (N,M)", mask(ROWS, 1), f32(ROWS, COLS), f32(ROWS, COLS), 3)
     ratio_case("then (N,1), else (1,M)", mask(ROWS, COLS), f32(ROWS, 1), f32(1, COLS), 3)
-    ratio_case("all inputs transposed", mask(COLS, ROWS).T, f32(COLS, ROWS).T,
-               f32(COLS, ROWS).T, 3)
+    ratio_case("all inputs transposed", mask(COLS, ROWS).T, f32(COLS, ROWS).T, f32(COLS, ROWS).T, 3)
     c2, a2, b2 = mask(2 * N7), f32(2 * N7), f32(2 * N7)
     ratio_case("all inputs step-2 slices", c2[::2], a2[::2], b2[::2], 3)
     del c2, a2, b2
@@ -193,28 +198,58 @@ def main() -> None:
     out = np.empty_like(a7)
     bw_one, bw_many = copy_bandwidth(repeats)
     copy_bw = max(bw_one, bw_many)
-    _, t_out = compare(lambda: np.copyto(out, a7), lambda: asel.select(c7, a7, b7, out=out),
-                       repeats)
+    _, t_out = compare(
+        lambda: np.copyto(out, a7), lambda: asel.select(c7, a7, b7, out=out), repeats
+    )
     s = a7.itemsize
     select_bw = N7 * (1 + 2 * s + s) / t_out
-    rows.append(("bandwidth 10^7 float32, out=", 0.0, t_out,
-                 f"{select_bw / 1e9:.1f} GB/s = {select_bw / copy_bw:.0%} of copy "
-                 f"{copy_bw / 1e9:.1f} GB/s (target >= 70%)", select_bw >= 0.7 * copy_bw))
+    rows.append(
+        (
+            "bandwidth 10^7 float32, out=",
+            0.0,
+            t_out,
+            f"{select_bw / 1e9:.1f} GB/s = {select_bw / copy_bw:.0%} of copy "
+            f"{copy_bw / 1e9:.1f} GB/s (target >= 70%)",
+            select_bw >= 0.7 * copy_bw,
+        )
+    )
 
     # Call overhead of the whole select() (validation included).
     for n in (1, 100):
         c, a, b = mask(n), rng.random(n), rng.random(n)
         number = 2000
-        tw, ts = compare(lambda c=c, a=a, b=b: np.where(c, a, b),
-                         lambda c=c, a=a, b=b: asel.select(c, a, b), repeats, number,
-                         time.thread_time)
-        rows.append((f"call overhead (CPU time), {n} element{'s' * (n > 1)}", tw, ts,
-                     f"select = {ts / tw:.2f}x np.where (target <= 1.5x)", ts <= 1.5 * tw))
-        tw, ts = compare(lambda c=c, a=a: np.where(c, a, 0.5),
-                         lambda c=c, a=a: asel.select(c, a, 0.5), repeats, number,
-                         time.thread_time)
-        rows.append((f"  same, Python scalar else, {n}", tw, ts,
-                     f"select = {ts / tw:.2f}x np.where (no target)", True))
+        tw, ts = compare(
+            lambda c=c, a=a, b=b: np.where(c, a, b),
+            lambda c=c, a=a, b=b: asel.select(c, a, b),
+            repeats,
+            number,
+            time.thread_time,
+        )
+        rows.append(
+            (
+                f"call overhead (CPU time), {n} element{'s' * (n > 1)}",
+                tw,
+                ts,
+                f"select = {ts / tw:.2f}x np.where (target <= 1.5x)",
+                ts <= 1.5 * tw,
+            )
+        )
+        tw, ts = compare(
+            lambda c=c, a=a: np.where(c, a, 0.5),
+            lambda c=c, a=a: asel.select(c, a, 0.5),
+            repeats,
+            number,
+            time.thread_time,
+        )
+        rows.append(
+            (
+                f"  same, Python scalar else, {n}",
+                tw,
+                ts,
+                f"select = {ts / tw:.2f}x np.where (no target)",
+                True,
+            )
+        )
 
     # For transparency: the 10^7 case with the output pool off, and on one thread.
     numpy_kernel.set_pool_limit(0)
@@ -228,12 +263,20 @@ def main() -> None:
     tw, ts = compare(lambda: np.where(c6, a6, b6), lambda: asel.select(c6, a6, b6), repeats)
     rows.append(("  10^6 contiguous, 1 thread", tw, ts, f"{tw / ts:.2f}x faster (info)", True))
     asel.set_num_threads(threads)
-    rows.append(("  copy bandwidth 1 thread / all", 0.0, 0.0,
-                 f"{bw_one / 1e9:.1f} / {bw_many / 1e9:.1f} GB/s (info)", True))
+    rows.append(
+        (
+            "  copy bandwidth 1 thread / all",
+            0.0,
+            0.0,
+            f"{bw_one / 1e9:.1f} / {bw_many / 1e9:.1f} GB/s (info)",
+            True,
+        )
+    )
 
     width = max(len(r[0]) for r in rows)
     print(f"{'case':<{width}}  {'np.where':>11}  {'select':>11}  result")
     for name, tw, ts, text, ok in rows:
+
         def fmt(t: float) -> str:
             if t == 0.0:
                 return "-"

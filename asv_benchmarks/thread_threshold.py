@@ -21,7 +21,8 @@ import statistics
 import time
 
 import numpy as np
-from arrayselect.backends import _select_kernel, numpy_kernel
+from arrayselect.backends.numpy_backend import _select_kernel
+from arrayselect.backends.numpy_backend import kernel as numpy_kernel
 
 import arrayselect as asel
 
@@ -30,8 +31,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=31)
-    parser.add_argument("--pause-ms", type=float, default=0.0,
-                        help="sleep this long before each (single) timed call")
+    parser.add_argument(
+        "--pause-ms",
+        type=float,
+        default=0.0,
+        help="sleep this long before each (single) timed call",
+    )
     args = parser.parse_args()
     pause = args.pause_ms / 1e3
     rng = np.random.default_rng(0)
@@ -39,8 +44,7 @@ def main() -> None:
     numpy_kernel.set_parallel_threshold(0)
     _select_kernel.set_adaptive(False)  # measure threads as they are, no back-off
     mode = f"single calls after a {args.pause_ms:g} ms pause" if pause else "back to back"
-    print(f"# threads={args.threads}, repeats={args.repeats}, float32, {mode}, "
-          "median per call")
+    print(f"# threads={args.threads}, repeats={args.repeats}, float32, {mode}, median per call")
     print(f"{'elements':>10}  {'1 thread':>11}  {args.threads} threads  {'speedup':>8}")
     faster: list[tuple[int, bool]] = []
     try:
@@ -66,8 +70,9 @@ def main() -> None:
             t1 = statistics.median(times[1])
             tn = statistics.median(times[args.threads])
             faster.append((n, tn < t1))
-            print(f"{n:>10}  {t1 * 1e6:>8.1f} us  {tn * 1e6:>8.1f} us  {t1 / tn:>7.2f}x",
-                  flush=True)
+            print(
+                f"{n:>10}  {t1 * 1e6:>8.1f} us  {tn * 1e6:>8.1f} us  {t1 / tn:>7.2f}x", flush=True
+            )
     finally:
         asel.set_num_threads(saved_threads)
         numpy_kernel.set_parallel_threshold(None)

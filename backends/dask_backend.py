@@ -7,20 +7,20 @@ accepted wherever Dask's own elementwise operations accept them.
 
 How the graph is built
 ----------------------
-* The core has validated the call and made a :class:`~arrayselect._shapes.SelectPlan`.
-  Each input gets a Dask index: its dimensions name the output dimensions they
-  line up with (right-aligned for ``"numpy"``/``"none"``; for ``"pdpd"`` where
-  :func:`~arrayselect._shapes.pdpd_placement` puts them). No ``reshape`` or
-  ``expand_dims`` layer is added, so unknown sizes survive.
+* The core has validated the call and made a :class:`~arrayselect.plugin.SelectPlan`.
+  Each input gets a Dask index: its dimensions name the output dimensions the
+  plan's ``dims`` say they go to (dropped trailing dimensions get indices of
+  their own, contracted away). No ``reshape`` or ``expand_dims`` layer is
+  added, so unknown sizes survive.
 * ``then`` and ``else`` are unified the way Dask unifies elementwise operands
   (:func:`dask.array.core.unify_chunks`); ``cond``, when its chunks differ, is
   rechunked to theirs, so the output keeps the chunking of ``then``/``else``
   rather than a refinement imposed by the mask.
 * One :func:`dask.array.blockwise` layer (``align_arrays=True``) calls
-  :func:`_select_block` on every block. It adds the size-1 dimensions the plan
-  asks for (a view) and calls :func:`arrayselect.select` on the blocks, so NumPy
-  blocks go to the NumPy backend (the compiled kernel when present) and CuPy
-  blocks to the CuPy backend.
+  :func:`_select_block` on every block. It places each block's dimensions where
+  the plan says (a view) and calls :func:`arrayselect.select` on the blocks, so
+  NumPy blocks go to the NumPy backend (the compiled kernel) and CuPy blocks to
+  the CuPy backend.
 * Python scalars become 0-d arrays of the *block* library (NumPy for NumPy
   chunks, CuPy for CuPy chunks) and travel in the graph as literals.
 """
@@ -38,11 +38,17 @@ from dask.array import core as _da_core
 from dask.array import utils as _da_utils
 
 import arrayselect
-from arrayselect._backend import Backend, DtypeKind
-from arrayselect._errors import ScalarOverflowError, SelectShapeError, SelectValueError
-from arrayselect._shapes import SelectPlan, Shape, pdpd_placement
-
-from .numpy_backend import NumpyBackend
+from arrayselect.plugin import (
+    NUMPY_DEFAULT_DTYPES,
+    Backend,
+    DtypeKind,
+    SelectPlan,
+    SelectShapeError,
+    Shape,
+    numpy_dtype_kind,
+    numpy_float_max,
+    numpy_int_range,
+)
 
 __all__ = ["DaskBackend", "create"]
 
@@ -51,63 +57,72 @@ _blockwise: Any = da.blockwise
 _unify_chunks: Any = _da_core.unify_chunks
 _meta_from_array: Any = _da_utils.meta_from_array
 
-#: Per input: (size-1 dimensions to append to a block, trailing dimensions to drop).
-_Layout = tuple[tuple[int, int], tuple[int, int], tuple[int, int]]
-
-# What a Python scalar becomes when both then and else are scalars: Dask follows
-# NumPy's default dtypes.
-_DEFAULT_DTYPES: dict[type, np.dtype[Any]] = {
-    bool: np.dtype(np.bool_),
-    int: np.dtype(np.int64),
-    float: np.dtype(np.float64),
-    complex: np.dtype(np.complex128),
-}
-
 
 def _chunk_library(x: Any) -> str:
     """Top-level module of the block type of Dask array ``x`` (``numpy``, ``cupy``, ...)."""
     return type(x._meta).__module__.partition(".")[0]
 
 
-def _align_block(x: Any, pad: int, drop: int, name: str) -> Any:
-    """Drop ``drop`` trailing size-1 dimensions of block ``x``, then append ``pad`` ones."""
-    if not pad and not drop:
-        return x
+def _align_block(x: Any, dims: tuple[int, ...], rank: int, name: str) -> Any:
+    """Block ``x`` with its dimensions placed at ``dims`` of ``rank`` (a view).
+
+    Trailing dimensions beyond ``len(dims)`` are dropped: the plan says they are
+    size 1, which is checked here when their size was unknown at graph time.
+    """
     shape = tuple(x.shape)
-    kept = shape[: len(shape) - drop]
-    if math.prod(shape[len(kept) :]) != 1:
+    kept = shape[: len(dims)]
+    if math.prod(shape[len(dims) :]) != 1:
         raise SelectShapeError(
-            f"{name} has trailing dimensions {shape[len(kept) :]} that were unknown when the "
+            f"{name} has trailing dimensions {shape[len(dims) :]} that were unknown when the "
             "graph was built and had to be 1 (auto_broadcast='pdpd' trims trailing 1s), "
             "but they are not"
         )
-    return x.reshape(kept + (1,) * pad)
+    placed = [1] * rank
+    for size, d in zip(kept, dims, strict=True):
+        placed[d] = size
+    return x if tuple(placed) == shape else x.reshape(tuple(placed))
 
 
-def _select_block(cond: Any, then: Any, else_: Any, *, layout: _Layout) -> Any:
+def _select_block(cond: Any, then: Any, else_: Any, *, dims: Any, rank: int) -> Any:
     """Select on one block of each input (the function of the blockwise layer).
 
     Parameters
     ----------
     cond, then, else_ : array
         Blocks (NumPy, CuPy, ...) or 0-d arrays standing for Python scalars.
-    layout : tuple of (int, int)
-        Per input: how many size-1 dimensions to append, and how many trailing
-        size-1 dimensions to drop, so that plain NumPy-rule broadcasting of the
-        three blocks gives the output block.
+    dims : tuple of tuple of int
+        The plan's ``dims``: where each input's dimensions go among the output's.
+    rank : int
+        The output's rank.
 
     Returns
     -------
     array
-        The output block, from :func:`arrayselect.select` on the blocks.
+        The output block, from :func:`arrayselect.select` on the placed blocks.
+
+    Raises
+    ------
+    SelectShapeError
+        When sizes that were unknown while the graph was built turn out not to
+        line up.
     """
     blocks = [
-        _align_block(x, pad, drop, name)
-        for x, (pad, drop), name in zip(
-            (cond, then, else_), layout, ("cond", "then", "else"), strict=True
-        )
+        _align_block(x, d, rank, name) if x.ndim else x
+        for x, d, name in zip((cond, then, else_), dims, ("cond", "then", "else"), strict=True)
     ]
-    return arrayselect.select(*blocks, cond_broadcast="multidirectional")
+    try:
+        # Placed at full rank, the blocks broadcast together by NumPy rules.
+        return arrayselect.select(*blocks, cond_broadcast="multidirectional")
+    except SelectShapeError:
+        listing = ", ".join(
+            f"{name} block {tuple(x.shape)}"
+            for name, x in zip(("cond", "then", "else"), blocks, strict=True)
+        )
+        raise SelectShapeError(
+            f"at compute time the blocks do not line up ({listing}, each placed at the output's "
+            "rank): sizes that were unknown when the graph was built turned out to differ "
+            "where the call's broadcasting needs them equal or 1"
+        ) from None
 
 
 class DaskBackend(Backend):
@@ -117,78 +132,55 @@ class DaskBackend(Backend):
     their block type).
     """
 
-    def __init__(self) -> None:
-        self.name = "dask"
-        self.supports_out = False
-        self.out_refusal = (
-            "Dask arrays are lazy, so the result cannot be written into an existing array; "
-            "use the returned array (or write it out with dask.array.store)"
-        )
-        self._dtypes = NumpyBackend()
+    name = "dask"
+    supports_out = False
+    out_refusal = (
+        "Dask arrays are lazy, so the result cannot be written into an existing array; "
+        "use the returned array (or write it out with dask.array.store)"
+    )
+    device_hint = "convert the blocks explicitly, e.g. x.map_blocks(cupy.asarray)"
 
     def dtype_kind(self, dtype: Any) -> DtypeKind | None:
         try:
             numpy_dtype = np.dtype(dtype)
         except TypeError:  # blocks of a library whose dtypes NumPy does not know
             return None
-        return self._dtypes.dtype_kind(numpy_dtype)
+        return numpy_dtype_kind(numpy_dtype)
+
+    def int_range(self, dtype: Any) -> tuple[int, int]:
+        return numpy_int_range(np.dtype(dtype))
+
+    def float_max(self, dtype: Any) -> float:
+        return numpy_float_max(np.dtype(dtype))
+
+    def default_dtype(self, scalar_type: type, like: Any) -> Any:
+        return NUMPY_DEFAULT_DTYPES[scalar_type]  # Dask follows NumPy's defaults
 
     def shape(self, x: Any) -> Shape:
         # Dask marks unknown sizes with NaN; the shape core uses None.
         return tuple(None if d is None or d != d else int(d) for d in x.shape)
 
-    def int_range(self, dtype: Any) -> tuple[int, int]:
-        return self._dtypes.int_range(np.dtype(dtype))
+    def device_of(self, x: Any) -> str:
+        """The library of ``x``'s blocks (NumPy blocks live on the host, CuPy on a GPU)."""
+        return _chunk_library(x)
 
-    def float_max(self, dtype: Any) -> float:
-        return self._dtypes.float_max(np.dtype(dtype))
+    def device_text(self, device: Any) -> str:
+        return f"{device} blocks"
 
     def scalar_array(self, value: bool | int | float | complex, dtype: Any, like: Any) -> Any:
         """A 0-d array of ``like``'s *block* library (it is passed to every block)."""
-        if dtype is None:
-            dtype = _DEFAULT_DTYPES[type(value)]
-            if type(value) is int:
-                low, high = self.int_range(dtype)
-                if not low <= value <= high:
-                    raise ScalarOverflowError(
-                        f"the Python int {value!r} is out of the range [{low}, {high}] of "
-                        f"{dtype}, the default integer dtype it would take"
-                    )
         meta = like._meta if isinstance(like, da.Array) else like
         block_xp = compat.array_namespace(meta)
         return block_xp.asarray(value, dtype=dtype)
 
-    def check_devices(self, named: list[tuple[str, Any]]) -> None:
-        first_name, first = named[0]
-        first_library = _chunk_library(first)
-        for name, x in named[1:]:
-            library = _chunk_library(x)
-            if library != first_library:
-                raise SelectValueError(
-                    f"inputs must have blocks of one array library (one device), but "
-                    f"{first_name} has {first_library} blocks and {name} has {library} "
-                    "blocks; convert them explicitly, e.g. x.map_blocks(cupy.asarray) "
-                    "(no implicit transfer happens)"
-                )
-
     def select(self, cond: Any, then: Any, else_: Any, plan: SelectPlan, out: Any) -> Any:
         rank = len(plan.out_shape)
-        inputs = (("cond", cond), ("then", then), ("else", else_))
         indices: list[tuple[int, ...] | None] = []
-        layout: list[tuple[int, int]] = []
         fresh = rank  # index names for dropped dimensions (contracted by blockwise)
-        for name, x in inputs:
-            src = self.shape(x)
-            if plan.mode == "pdpd" and name != "then":
-                start, kept = pdpd_placement(name, src, plan.out_shape, plan.axis)
-            else:
-                start, kept = rank - len(src), len(src)
-            drop = len(src) - kept
-            layout.append((rank - start - kept, drop))
+        for x, dims in zip((cond, then, else_), plan.dims, strict=True):
             if isinstance(x, da.Array):
-                indices.append(
-                    tuple(range(start, start + kept)) + tuple(range(fresh, fresh + drop))
-                )
+                drop = x.ndim - len(dims)
+                indices.append(tuple(dims) + tuple(range(fresh, fresh + drop)))
                 fresh += drop
             else:
                 indices.append(None)  # a 0-d block-library array: a literal in the graph
@@ -210,7 +202,8 @@ class DaskBackend(Backend):
                 align_arrays=True,
                 concatenate=True,
                 token="select",
-                layout=tuple(layout),
+                dims=plan.dims,
+                rank=rank,
             )
         except ValueError as exc:
             # Dask refuses to line up unknown chunk sizes with known ones (as da.where does).

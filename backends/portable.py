@@ -12,9 +12,7 @@ from typing import Any
 
 import array_api_compat as compat
 
-from arrayselect._backend import Backend, DtypeKind
-from arrayselect._errors import SelectValueError
-from arrayselect._shapes import SelectPlan, Shape
+from arrayselect.plugin import Backend, DtypeKind, OutLayout, SelectPlan, SelectValueError, Shape
 
 __all__ = ["PortableBackend", "create"]
 
@@ -71,36 +69,36 @@ class PortableBackend(Backend):
     def float_max(self, dtype: Any) -> float:
         return float(self.xp.finfo(dtype).max)
 
+    def default_dtype(self, scalar_type: type, like: Any) -> Any:
+        # The standard leaves defaults to the library: ask it, on cond's device.
+        return self.xp.asarray(scalar_type(0), device=self._device(like)).dtype
+
     def scalar_array(self, value: bool | int | float | complex, dtype: Any, like: Any) -> Any:
+        return self.xp.asarray(value, dtype=dtype, device=self._device(like))
+
+    def _device(self, like: Any) -> Any:
         # A NumPy ``like`` that joined JAX arrays has no device of this library.
-        foreign = self.library != "numpy" and compat.is_numpy_array(like)
-        return self.xp.asarray(value, dtype=dtype, device=None if foreign else compat.device(like))
+        if self.library != "numpy" and compat.is_numpy_array(like):
+            return None
+        return compat.device(like)
 
-    def check_devices(self, named: list[tuple[str, Any]]) -> None:
-        # A device of None (a JAX tracer inside jit or grad) is decided later by
-        # the library itself; compare only the devices that are known.
-        placed = [(name, compat.device(x)) for name, x in named]
-        placed = [(name, device) for name, device in placed if device is not None]
-        if not placed:
-            return
-        first_name, first_device = placed[0]
-        for name, device in placed[1:]:
-            if device != first_device:
-                raise SelectValueError(
-                    f"inputs must be on one device, but {first_name} is on {first_device} and "
-                    f"{name} is on {device}; move them explicitly (no implicit transfer happens)"
-                )
+    def device_of(self, x: Any) -> Any:
+        # None (a JAX tracer inside jit or grad) is decided later by the library.
+        return compat.device(x)
 
-    def check_out(self, out: Any) -> None:
-        # The standard cannot ask whether an array is writable or has overlapping
-        # elements; NumPy-like flags and strides, and PyTorch's stride(), can.
+    def out_layout(self, out: Any) -> OutLayout:
+        # The standard cannot ask whether an array is writable or how its elements
+        # lie in memory; NumPy-like flags and strides, and PyTorch's stride(), can.
         if getattr(getattr(out, "flags", None), "writeable", True) is False:
-            raise SelectValueError("out is read-only (out.flags.writeable is False)")
+            return OutLayout(False, "out.flags.writeable is False")
         strides = getattr(out, "strides", None)
+        itemsize = getattr(out, "itemsize", None)
         if strides is None and callable(getattr(out, "stride", None)):
-            strides = out.stride()
-        if isinstance(strides, tuple):
-            check_no_zero_stride(tuple(out.shape), strides)
+            itemsize = out.element_size()
+            strides = tuple(s * itemsize for s in out.stride())
+        if isinstance(strides, tuple) and isinstance(itemsize, int):
+            return OutLayout(True, "", strides, itemsize)
+        return OutLayout()
 
     def select(self, cond: Any, then: Any, else_: Any, plan: SelectPlan, out: Any) -> Any:
         xp = self.xp
@@ -126,23 +124,6 @@ class PortableBackend(Backend):
         if result.dtype != then.dtype:
             result = xp.astype(result, then.dtype)  # NumPy byte-swapped inputs
         return result
-
-
-def check_no_zero_stride(shape: tuple[int, ...], strides: tuple[int, ...]) -> None:
-    """Refuse an ``out`` whose elements overlap through a zero stride.
-
-    Such an array (``broadcast_to``/``expand`` made writable) cannot hold a
-    result whose elements differ; writing into it would keep only the last.
-    """
-    if any(d == 0 for d in shape):
-        return
-    for axis, (d, s) in enumerate(zip(shape, strides, strict=True)):
-        if s == 0 and d > 1:
-            raise SelectValueError(
-                f"out has overlapping elements: stride 0 along dimension {axis} of size {d} "
-                f"(shape {shape}, strides {strides}), so it cannot hold the result; pass an "
-                "array with its own memory for each element"
-            )
 
 
 def create(xp: ModuleType) -> Backend:

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from arrayselect.backends import cupy_kernels as ck
+from arrayselect.backends.cupy_backend import kernels as ck
 
 PRELUDE = """\
 #include <cstddef>

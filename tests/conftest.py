@@ -226,7 +226,7 @@ def arrayselect_is_portable() -> bool:
     """Whether :func:`arrayselect.force_portable` is in effect here."""
     from arrayselect import _registry
 
-    return bool(_registry._force_portable.get())
+    return _registry.portable_forced()
 
 
 def skip_dtype(xp: ModuleType, name: str) -> None:

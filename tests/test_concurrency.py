@@ -27,7 +27,7 @@ from conftest import to_numpy
 from oracle import bits_equal
 
 import arrayselect as asel
-from arrayselect import _caches, _registry, _select
+from arrayselect import _caches, _registry
 from arrayselect._shapes import make_plan
 
 THREADS = 8
@@ -229,7 +229,7 @@ def test_caches_are_registered_and_bounded():
         assert func.cache_parameters()["maxsize"] is not None, f"{name} is an unbounded cache"
     asel.select(np.array([True]), np.array([1.0]), 0.0)  # creates the NumPy backend
     sizes = _caches.cache_sizes()
-    assert "numpy_backend.dtype_kind" in sizes, sizes
+    assert "_dtypes.numpy_dtype_kind" in sizes, sizes
     for name, (size, bound) in sizes.items():
         assert 0 <= size <= bound, (name, size, bound)
 
@@ -258,7 +258,7 @@ def test_caches_stay_bounded_under_threads():
     assert not failures, failures[:3]
     for name, (size, cache_bound) in _caches.cache_sizes().items():
         assert size <= cache_bound, (name, size, cache_bound)
-    assert _caches.cache_sizes()["numpy_backend.dtype_kind"][0] > 0
+    assert _caches.cache_sizes()["_dtypes.numpy_dtype_kind"][0] > 0
     for name, func in _lru_caches().items():
         info = func.cache_info()
         assert info.currsize <= info.maxsize, (name, info)
@@ -277,7 +277,7 @@ def test_memory_does_not_grow_with_distinct_shapes():
         _flood_shapes(100_000, 2 * bound, shape_too=False)
         _flood_shapes(200_000, 200, portable=True, shape_too=False)
         containers_before = _backend_containers()
-        registry_before = (len(_registry._backends), len(_select._fast_paths))
+        registry_before = (len(_registry._backends), len(_registry.fast_paths))
         gc.collect()
         before, _ = tracemalloc.get_traced_memory()
         _flood_shapes(300_000, bound + 200, shape_too=False)
@@ -293,6 +293,6 @@ def test_memory_does_not_grow_with_distinct_shapes():
     for name, size in _backend_containers().items():
         assert size <= max(containers_before.get(name, 0), 256), (name, size)
     # The backend registry and the fast-path table are per library, not per shape.
-    assert (len(_registry._backends), len(_select._fast_paths)) == registry_before
+    assert (len(_registry._backends), len(_registry.fast_paths)) == registry_before
     for name, (size, cache_bound) in _caches.cache_sizes().items():
         assert size <= cache_bound, (name, size, cache_bound)

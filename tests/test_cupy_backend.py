@@ -126,7 +126,8 @@ def test_integer_conds_nonzero_is_true(cond: str):
 @pytest.mark.parametrize("cond", ["bool", "int8", "uint8"])
 def test_large_contiguous_same_shape(name: str, cond: str):
     """Sizes where the 16-byte-word kernel is used (with a tail), aligned or not."""
-    from arrayselect.backends import cupy_backend, cupy_kernels
+    from arrayselect.backends.cupy_backend import backend as cupy_backend
+    from arrayselect.backends.cupy_backend import kernels as cupy_kernels
 
     n = cupy_kernels.VECTOR_MIN_SIZE + 13
     c = _conds((n,), cond)
@@ -306,7 +307,7 @@ def _warm_up(c: Any, t: Any, e: Any) -> None:
 
 
 def test_current_stream_is_used():
-    from arrayselect.backends import cupy_kernels
+    from arrayselect.backends.cupy_backend import kernels as cupy_kernels
 
     for n in (1000, cupy_kernels.VECTOR_MIN_SIZE + 5):  # element-wise and 16-byte kernels
         c = cp.zeros(n, bool)
@@ -322,7 +323,7 @@ def test_current_stream_is_used():
 
 
 def test_no_host_synchronization():
-    from arrayselect.backends import cupy_kernels
+    from arrayselect.backends.cupy_backend import kernels as cupy_kernels
 
     n = cupy_kernels.VECTOR_MIN_SIZE + 5
     c = _conds((n,), "bool")

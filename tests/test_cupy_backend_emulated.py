@@ -1,6 +1,6 @@
 """The CuPy backend's Python logic, run on the CPU against ``_fake_cupy``.
 
-``backends/cupy_backend.py`` is loaded under a private module name with a CPU
+``backends/cupy_backend/backend.py`` is loaded under a private module name with a CPU
 stand-in for CuPy (see ``_fake_cupy``: NumPy arrays with fake device ids, an
 element-wise kernel that refuses any dtype but the exact raw view, and a
 RawKernel that runs the real vectorized kernel source compiled for the CPU).
@@ -21,12 +21,12 @@ import _fake_cupy
 import arrayselect.backends
 import numpy as np
 import pytest
-from arrayselect.backends import cupy_kernels as ck
-from arrayselect.backends._fastpath import CachedFastPath
+from arrayselect.backends.cupy_backend import kernels as ck
 from conftest import ALL_DTYPES, numpy_dtype
 
 import arrayselect as asel
-from arrayselect import _registry, _select
+from arrayselect import _registry
+from arrayselect.plugin import check_devices
 
 # The backend modules, wherever the package was installed from.
 BACKENDS = Path(arrayselect.backends.__file__).resolve().parent
@@ -42,7 +42,8 @@ def emu(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
     sys.modules["cupy"] = fake
     try:
         spec = importlib.util.spec_from_file_location(
-            "arrayselect.backends._cupy_backend_emulated", BACKENDS / "cupy_backend.py"
+            "arrayselect.backends.cupy_backend._backend_emulated",
+            BACKENDS / "cupy_backend" / "backend.py",
         )
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
@@ -67,8 +68,8 @@ def cp(emu: SimpleNamespace, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
 
     monkeypatch.setattr(_registry, "library_of", library_of)
     monkeypatch.setitem(_registry._backends, ("cupy", False), backend)
-    fast = CachedFastPath(backend, fake.ndarray, "cupy")
-    monkeypatch.setitem(_select._fast_paths, fake.ndarray, fast)
+    fast = backend._fast
+    monkeypatch.setitem(_registry.fast_paths, fake.ndarray, backend.fast_path().call)
     fake.LAUNCHES.clear()
     fake.state.current = 0
     fake.backend = backend
@@ -317,7 +318,11 @@ def test_scalar_array_and_queries(cp: ModuleType):
     a = backend.scalar_array(-0.0, np.dtype("float32"), like)
     assert a.shape == () and a.dtype == np.float32 and a.data.device_id == 2
     assert np.asarray(a).view(np.uint32) == 0x80000000
-    b = backend.scalar_array(7, None, like)
+    b = backend.scalar_array(7, backend.default_dtype(int, like), like)
     assert b.dtype == np.int64 and int(b) == 7
     assert backend.device_of(like) == 2
-    backend.check_devices([("cond", like), ("then", like)])
+    check_devices(backend, [("cond", like), ("then", like)])
+    with cp.cuda.Device(0):
+        other = _on(cp, np.zeros(3))
+    with pytest.raises(asel.SelectValueError, match="then is on GPU 0"):
+        check_devices(backend, [("cond", like), ("then", other)])

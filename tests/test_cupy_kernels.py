@@ -9,8 +9,6 @@
   the exact source CuPy generates for each element-wise kernel, compiled to PTX
   for sm_90 and checked for 16-byte loads and the absence of floating-point work;
 * launch parameters, the eligibility rule, overlap analysis;
-* the cached fast path (driven with NumPy arrays): results and errors identical
-  to the general path;
 * the registry entry, and that ``import arrayselect`` does not import CuPy.
 """
 
@@ -30,12 +28,9 @@ import _kernel_harness as kh
 import arrayselect.backends
 import numpy as np
 import pytest
-from arrayselect.backends import cupy_kernels as ck
-from arrayselect.backends._fastpath import CachedFastPath
-from arrayselect.backends.numpy_backend import NumpyBackend
+from arrayselect.backends.cupy_backend import kernels as ck
 from conftest import ALL_DTYPES
 
-import arrayselect as asel
 from arrayselect import _registry
 
 # The backend modules, wherever the package was installed from.
@@ -483,168 +478,14 @@ def test_vector_eligibility():
     assert _eligible(arrays | {"then": overlapping[:n], "out": overlapping[4 : n + 4]}) is None
 
 
-# ------------------------------------------------------------------ the cached fast path (NumPy)
-
-
-class _TracingBackend(NumpyBackend):
-    """NumPy backend with the FastBackend hooks; arrays may be assigned fake devices."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.devices: dict[int, int] = {}
-        self.executed = 0
-
-    def device_of(self, x: Any) -> int:
-        return self.devices.get(id(x), 0)
-
-    def check_devices(self, named: list[tuple[str, Any]]) -> None:
-        first_name, first = named[0]
-        for name, x in named[1:]:
-            if self.device_of(x) != self.device_of(first):
-                raise asel.SelectValueError(f"{first_name} and {name} on different devices")
-
-    def execute(self, cond: Any, then: Any, else_: Any, plan: Any, dtype: Any, out: Any) -> Any:
-        self.executed += 1
-        then = np.asarray(then, dtype=dtype)
-        else_ = np.asarray(else_, dtype=dtype)
-        return self.select(cond, then, else_, plan, out)
-
-
-@pytest.fixture
-def traced(monkeypatch: pytest.MonkeyPatch) -> tuple[_TracingBackend, CachedFastPath]:
-    backend = _TracingBackend()
-    monkeypatch.setitem(_registry._factories, "numpy", lambda xp: backend)
-    monkeypatch.setitem(_registry._backends, ("numpy", False), backend)
-    return backend, CachedFastPath(backend, np.ndarray, "numpy", maxsize=8)
-
-
-def _outcome(fn: Any, *args: Any, **kwargs: Any) -> Any:
-    try:
-        result = fn(*args, **kwargs)
-    except Exception as exc:
-        return (type(exc), str(exc))
-    return ("ok", result.dtype, result.shape, result.tobytes())
-
-
-def _general(
-    cond: Any,
-    then: Any,
-    else_: Any,
-    ab: str = "numpy",
-    axis: int = -1,
-    cb: str = "unidirectional",
-    out: Any = None,
-) -> Any:
-    return asel.select(cond, then, else_, auto_broadcast=ab, axis=axis, cond_broadcast=cb, out=out)
-
-
-def test_fast_path_matches_general_path(traced: tuple[_TracingBackend, CachedFastPath]):
-    backend, fast = traced
-    c = np.array([[True, False, True]])
-    cases: list[tuple[Any, ...]] = [
-        (c, np.arange(3.0), -1.0),
-        (c, np.arange(3.0), 1e300 * 10),  # inf: allowed
-        (c, np.arange(3, dtype=np.float16), 1e10),  # finite overflow
-        (c, np.arange(3, dtype=np.int8), 300),  # int overflow
-        (c, 7, np.arange(3, dtype=np.uint8)),
-        (c, -7, np.arange(3, dtype=np.uint8)),  # negative into uint
-        (c.astype(np.int16) * 256, np.arange(3, dtype=np.int32), np.full(3, 5, np.int32)),
-        (c, np.arange(3.0), np.arange(3, dtype=np.float32)),  # dtype mismatch
-        (c, np.zeros((2, 1)), np.ones((1, 3))),
-        (np.ones((2, 2), bool), np.zeros((2, 3)), 1.0),  # shape error
-        (c, 1.5j, np.zeros(3, np.complex64)),
-        (c, True, np.zeros(3, bool)),
-        (c, 1, np.zeros(3, bool)),  # int into bool: type error
-    ]
-    for args in cases:
-        for _ in range(3):  # miss, then hits
-            assert _outcome(fast, *args, "numpy", -1, "unidirectional", None) == _outcome(
-                _general, *args
-            ), args
-    assert backend.executed > 0
-    # pdpd and multidirectional plans are cached too
-    then = np.arange(24.0).reshape(2, 3, 4)
-    for _ in range(2):
-        got = fast(np.array([True, False, True]), then, 0.0, "pdpd", 1, "unidirectional", None)
-        np.testing.assert_array_equal(
-            got, _general(np.array([True, False, True]), then, 0.0, "pdpd", 1)
-        )
-        got = fast(np.ones((2, 1, 1, 1), bool), then, 0.0, "numpy", -1, "multidirectional", None)
-        assert got.shape == (2, 2, 3, 4)
-
-
-def test_fast_path_rechecks_what_the_signature_does_not_fix(
-    traced: tuple[_TracingBackend, CachedFastPath],
-):
-    backend, fast = traced
-    c = np.array([True, False, True])
-    t = np.arange(3, dtype=np.int8)
-    assert _outcome(fast, c, t, 100, "numpy", -1, "unidirectional", None)[0] == "ok"
-    executed = backend.executed
-    # Same signature, out-of-range value: the general path's exact error.
-    assert _outcome(fast, c, t, 1000, "numpy", -1, "unidirectional", None) == _outcome(
-        _general, c, t, 1000
-    )
-    assert _outcome(fast, c, t, 99, "numpy", -1, "unidirectional", None)[0] == "ok"
-    assert backend.executed == executed + 1
-    # Devices: same shapes, but then on another device.
-    e = np.zeros(3, np.int8)
-    assert _outcome(fast, c, t, e, "numpy", -1, "unidirectional", None)[0] == "ok"
-    t2 = t.copy()
-    backend.devices[id(t2)] = 1
-    err = _outcome(fast, c, t2, e, "numpy", -1, "unidirectional", None)
-    assert err == _outcome(_general, c, t2, e) and err[0] is asel.SelectValueError
-    # out= : same signature, read-only out is refused exactly as the general path does.
-    out = np.empty(3, np.int8)
-    assert fast(c, t, e, "numpy", -1, "unidirectional", out) is out
-    ro = np.empty(3, np.int8)
-    ro.flags.writeable = False
-    assert _outcome(fast, c, t, e, "numpy", -1, "unidirectional", ro) == _outcome(
-        _general, c, t, e, out=ro
-    )
-
-
-def test_fast_path_steps_aside(
-    traced: tuple[_TracingBackend, CachedFastPath], monkeypatch: pytest.MonkeyPatch
-):
-    _, fast = traced
-    c = np.array([True, False])
-    t = np.zeros(2)
-    # Options of unusual types (unhashable too) and non-array values go to the general path.
-    assert fast(c, t, 1.0, "numpy", [1], "unidirectional", None) is NotImplemented
-    assert fast(c, t, 1.0, "numpy", True, "unidirectional", None) is NotImplemented
-    assert fast(c, t, 1.0, "numpy", np.int64(-1), "unidirectional", None) is NotImplemented
-    assert fast(c, t, [1.0, 2.0], "numpy", -1, "unidirectional", None) is NotImplemented
-    assert fast(c, 1.0, 2.0, "numpy", -1, "unidirectional", None) is NotImplemented
-    assert fast(c, t, 1.0, "numpy", -1, "unidirectional", [0.0]) is NotImplemented
-    assert fast(c.tolist(), t, 1.0, "numpy", -1, "unidirectional", None) is NotImplemented
-    with asel.force_portable():
-        assert fast(c, t, 1.0, "numpy", -1, "unidirectional", None) is NotImplemented
-    monkeypatch.setitem(_registry._backends, ("numpy", False), NumpyBackend())
-    assert fast(c, t, 1.0, "numpy", -1, "unidirectional", None) is NotImplemented
-    assert len(fast) == 0
-
-
-def test_fast_path_cache_is_bounded(traced: tuple[_TracingBackend, CachedFastPath]):
-    _, fast = traced
-    for n in range(1, 30):
-        fast(np.ones(n, bool), np.zeros(n), 1.0, "numpy", -1, "unidirectional", None)
-        assert len(fast) <= fast.maxsize
-    assert len(fast) == fast.maxsize
-    fast.clear()
-    assert len(fast) == 0
-    with pytest.raises(ValueError):
-        CachedFastPath(NumpyBackend(), np.ndarray, "numpy", maxsize=0)
-
-
 # ------------------------------------------------------------------ registry and imports
 
 
 def test_registry_maps_cupy_to_the_backend_factory():
     assert _registry._BUILTIN["cupy"] == "arrayselect.backends.cupy_backend:create"
-    source = (BACKENDS / "cupy_backend.py").read_text()
+    source = (BACKENDS / "cupy_backend" / "backend.py").read_text()
     assert re.search(r"^def create\(xp: ModuleType\) -> CupyBackend:", source, re.M)
-    assert "register_fast_path(cupy.ndarray" in source
+    assert "SignatureCache(self, (cupy.ndarray,)" in source
 
 
 def test_import_arrayselect_does_not_import_cupy():
@@ -660,8 +501,8 @@ def test_import_arrayselect_does_not_import_cupy():
         sys.meta_path.insert(0, Block())
         import numpy as np
         import arrayselect as asel
-        import arrayselect.backends.cupy_kernels
-        import arrayselect.backends._fastpath
+        import arrayselect.backends.cupy_backend.kernels
+        import arrayselect.plugin
         asel.select(np.array([True, False]), np.arange(2), 0)
         assert "cupy" not in sys.modules
         print("ok")
@@ -683,7 +524,7 @@ def test_cupy_typenames_match_the_spec_c_types():
 
 def test_cupy_backend_queries_without_a_gpu():
     pytest.importorskip("cupy", reason="cupy is not installed")
-    from arrayselect.backends import cupy_backend
+    from arrayselect.backends.cupy_backend import backend as cupy_backend
 
     backend = cupy_backend.CupyBackend()
     assert backend.supports_out and backend.name == "cupy"
@@ -691,6 +532,6 @@ def test_cupy_backend_queries_without_a_gpu():
     assert backend.dtype_kind(np.dtype("complex64")) == "complex"
     assert backend.int_range(np.dtype("uint8")) == (0, 255)
     assert backend.float_max(np.dtype("float16")) == 65504.0
-    assert backend.default_dtype(int) == np.int64
+    assert backend.default_dtype(int, None) == np.int64
     ml_dtypes = pytest.importorskip("ml_dtypes")
     assert backend.dtype_kind(np.dtype(ml_dtypes.bfloat16)) == "float"

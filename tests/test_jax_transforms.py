@@ -25,8 +25,8 @@ import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
 
 import arrayselect as asel  # noqa: E402
-from arrayselect import _select  # noqa: E402
 from arrayselect._shapes import make_plan  # noqa: E402
+from arrayselect.plugin import select_general  # noqa: E402
 
 jb = pytest.importorskip("arrayselect.backends.jax_backend")
 
@@ -660,14 +660,12 @@ def test_errors_match_between_fast_and_general_paths() -> None:
         except asel.SelectError:
             pass
         else:
-            assert _bits(asel.select(*args, **options)) == _bits(
-                _select.select_general(*args, **options)
-            )
+            assert _bits(asel.select(*args, **options)) == _bits(select_general(*args, **options))
             continue
         with pytest.raises(asel.SelectError) as fast:
             asel.select(*args, **options)
         with pytest.raises(asel.SelectError) as general:
-            _select.select_general(*args, **options)
+            select_general(*args, **options)
         assert type(fast.value) is type(general.value)
         assert str(fast.value) == str(general.value)
 
@@ -722,9 +720,7 @@ def test_eager_calls_reuse_one_executable() -> None:
 
 def test_eager_cache_is_bounded() -> None:
     def factory(xp: Any) -> Any:
-        backend = jb.JaxBackend(cache_size=3)
-        _select.register_fast_path(jb._ArrayImpl, backend.fast)
-        return backend
+        return jb.JaxBackend(cache_size=3)  # the registry installs its fast path
 
     asel.register_backend("jax", factory)
     try:
@@ -808,10 +804,10 @@ def test_backend_first_loaded_inside_a_trace() -> None:
     # traced, the fast path must still be keyed by the concrete array type.
     code = """
 import jax, jax.numpy as jnp, arrayselect as asel
-from arrayselect import _select
+from arrayselect import _registry
 jax.make_jaxpr(asel.select)(jnp.ones(2, bool), jnp.ones(2), jnp.ones(2))
 # (np.ndarray's fast path is registered by import arrayselect itself)
-keys = [k for k in _select._fast_paths if k.__module__.partition(".")[0] != "numpy"]
+keys = [k for k in _registry.fast_paths if k.__module__.partition(".")[0] != "numpy"]
 assert len(keys) == 1 and not issubclass(keys[0], jax.core.Tracer), keys
 prims = [e.primitive.name for e in jax.make_jaxpr(lambda c, t: asel.select(c, t, 0.0))(
     jnp.ones(2, bool), jnp.ones(2)).jaxpr.eqns]

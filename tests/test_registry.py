@@ -193,6 +193,9 @@ class ToyBackend(BackendBase):
     def float_max(self, dtype: Any) -> float:
         return float(np.finfo(dtype).max)
 
+    def default_dtype(self, scalar_type: type, like: Any) -> Any:
+        return np.asarray(scalar_type(0)).dtype
+
     def scalar_array(self, value: Any, dtype: Any, like: Any) -> Any:
         return self.array_type(np.asarray(value, dtype=dtype))
 
@@ -212,7 +215,13 @@ def clean_registry(monkeypatch):
     monkeypatch.setattr(_registry, "_factories", dict(_registry._factories))
     monkeypatch.setattr(_registry, "_backends", {})
     monkeypatch.setattr(_registry, "_plugins_loaded", False)
-    return monkeypatch
+    # select() holds the fast-path table itself: restore its contents, not the name.
+    tables = (_registry.fast_paths, _registry._fast_path_library)
+    saved = [dict(table) for table in tables]
+    yield monkeypatch
+    for table, contents in zip(tables, saved, strict=True):
+        table.clear()
+        table.update(contents)
 
 
 def test_register_backend(clean_registry):
@@ -324,6 +333,9 @@ def test_entry_point_plugin_for_installed_library(clean_registry):
 
         def float_max(self, dtype):
             return self.inner.float_max(dtype)
+
+        def default_dtype(self, scalar_type, like):
+            return self.inner.default_dtype(scalar_type, like)
 
         def scalar_array(self, value, dtype, like):
             return self.inner.scalar_array(value, dtype, like)

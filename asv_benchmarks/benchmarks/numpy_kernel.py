@@ -127,7 +127,7 @@ class Threads:
     def setup(self, n: int, threads: int) -> None:
         self.cond, self.then, self.else_ = _inputs("contiguous", n, "float32")
         self.saved = asel.get_num_threads()
-        from arrayselect._threads import default_num_threads
+        from arrayselect._settings import default_num_threads
 
         asel.set_num_threads(threads or default_num_threads())
         asel.select(self.cond, self.then, self.else_)

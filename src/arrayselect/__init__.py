@@ -19,8 +19,14 @@ from arrayselect._errors import (
 )
 from arrayselect._registry import force_portable, register_backend
 from arrayselect._select import backend_for, select
+from arrayselect._settings import (
+    get_num_threads,
+    get_pool_limit,
+    release_memory,
+    set_num_threads,
+    set_pool_limit,
+)
 from arrayselect._shapes import COND_BROADCASTS, MODES, select_shape
-from arrayselect._threads import get_num_threads, set_num_threads
 
 __version__ = "0.1.0"
 
@@ -36,13 +42,16 @@ __all__ = [
     "backend_for",
     "force_portable",
     "get_num_threads",
+    "get_pool_limit",
     "register_backend",
+    "release_memory",
     "select",
     "select_shape",
     "set_num_threads",
+    "set_pool_limit",
 ]
 
-# NumPy is a hard dependency: its backend (compiled kernel and the lean call
-# path for np.ndarray) loads with the package. Other array libraries' backends
-# load when their arrays first arrive.
+# NumPy is a hard dependency: its backend (the compiled kernel) loads with the
+# package, so a missing or broken build fails here, loudly. Other array
+# libraries' backends load when their arrays first arrive.
 importlib.import_module("arrayselect.backends.numpy_backend")

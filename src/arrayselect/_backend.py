@@ -1,21 +1,49 @@
 """The interface every backend implements.
 
-The core validates everything (options, shapes, dtypes, scalars, ``out``)
-through the small queries below, then calls :meth:`Backend.select` with a
-:class:`~arrayselect._shapes.SelectPlan`. A backend therefore only reshapes,
-broadcasts by NumPy rules and selects.
+The core validates everything (options, shapes, dtypes, scalars, devices,
+``out``) through the small queries below, then calls :meth:`Backend.select`
+with a :class:`~arrayselect._shapes.SelectPlan`. A backend answers questions
+about its arrays and runs a validated Select; it never decides whether a call
+is valid. Plugin authors import these names from :mod:`arrayselect.plugin`.
 """
 
 from __future__ import annotations
 
 import abc
-from typing import Any, Literal
+from collections.abc import Hashable
+from typing import Any, Literal, NamedTuple
 
 from arrayselect._shapes import SelectPlan, Shape
 
-__all__ = ["Backend", "DtypeKind"]
+__all__ = ["DTYPE_KINDS", "Backend", "DtypeKind", "OutLayout"]
 
 DtypeKind = Literal["bool", "int", "uint", "float", "complex"]
+
+#: Every :data:`DtypeKind`, in the order of the specification's dtype table.
+DTYPE_KINDS: tuple[DtypeKind, ...] = ("bool", "int", "uint", "float", "complex")
+
+
+class OutLayout(NamedTuple):
+    """What the core needs to know about ``out``'s memory to accept it.
+
+    Attributes
+    ----------
+    writeable
+        Whether the array can be written in place.
+    why_not
+        When it cannot: the reason, for the error message (e.g.
+        ``"out.flags.writeable is False"``).
+    strides
+        Byte strides per dimension, or ``None`` when the library does not
+        expose memory (then the core assumes elements do not overlap).
+    itemsize
+        Bytes per element (used with ``strides`` to find overlapping elements).
+    """
+
+    writeable: bool = True
+    why_not: str = ""
+    strides: tuple[int, ...] | None = None
+    itemsize: int = 1
 
 
 class Backend(abc.ABC):
@@ -29,19 +57,24 @@ class Backend(abc.ABC):
         Whether ``out=`` can receive the result.
     out_refusal
         Why ``out=`` is refused, when it is.
+    device_hint
+        How to move arrays between devices, for the "inputs on different
+        devices" error.
     """
 
     name: str = "backend"
     supports_out: bool = False
     out_refusal: str = "this array library's arrays cannot be written in place"
+    device_hint: str = "move them explicitly"
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"
+
+    # -- dtypes -------------------------------------------------------------------
 
     @abc.abstractmethod
     def dtype_kind(self, dtype: Any) -> DtypeKind | None:
         """Kind of ``dtype``, or ``None`` when Select does not support it."""
-
-    @abc.abstractmethod
-    def shape(self, x: Any) -> Shape:
-        """Shape of ``x`` as a tuple; unknown sizes (e.g. Dask NaN) are ``None``."""
 
     @abc.abstractmethod
     def int_range(self, dtype: Any) -> tuple[int, int]:
@@ -52,28 +85,82 @@ class Backend(abc.ABC):
         """Largest finite value of a real or complex floating ``dtype`` (per component)."""
 
     @abc.abstractmethod
-    def scalar_array(self, value: bool | int | float | complex, dtype: Any, like: Any) -> Any:
-        """A 0-d array holding ``value`` on ``like``'s device.
+    def default_dtype(self, scalar_type: type, like: Any) -> Any:
+        """The library's default dtype for a Python scalar type (``bool``, ``int``,
+        ``float`` or ``complex``): what two Python scalars become.
 
-        ``dtype=None`` means the namespace's default dtype for the scalar's kind.
-        The value has been checked to fit ``dtype``.
+        ``like`` is the ``cond`` array, for libraries whose defaults depend on
+        the array (or its device).
         """
 
-    def check_devices(self, named: list[tuple[str, Any]]) -> None:
-        """Raise :class:`~arrayselect.SelectValueError` if the arrays are on different devices."""
+    # -- arrays -------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def shape(self, x: Any) -> Shape:
+        """Shape of ``x`` as a tuple; unknown sizes (e.g. Dask NaN) are ``None``."""
+
+    def signature(self, x: Any) -> Hashable:
+        """What a validation decision depends on about array ``x``: its shape and
+        dtype (a library may add more, e.g. JAX's weak type). Fast paths key
+        their caches with it.
+        """
+        return (tuple(x.shape), x.dtype)
+
+    def device_of(self, x: Any) -> Hashable | None:
+        """The device ``x`` lives on (equal values: one device), or ``None`` when the
+        library places it wherever the other inputs are (tracers, uncommitted
+        arrays). The core compares devices; the default is one device for all.
+        """
         return None
 
-    def check_out(self, out: Any) -> None:
-        """Raise if ``out`` cannot be written (e.g. a read-only NumPy array)."""
-        return None
+    def device_text(self, device: Hashable) -> str:
+        """How a device returned by :meth:`device_of` reads in an error message."""
+        return str(device)
+
+    def out_layout(self, out: Any) -> OutLayout:
+        """Whether ``out`` is writable, and its strides, for the core's ``out`` rules."""
+        return OutLayout()
+
+    # -- running ------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def scalar_array(self, value: bool | int | float | complex, dtype: Any, like: Any) -> Any:
+        """A 0-d array of ``dtype`` holding ``value``, on ``like``'s device.
+
+        The core has checked that ``value`` fits ``dtype`` and converted it as
+        the dtype's kind asks (an int taking a floating dtype arrives as a float).
+        """
+
+    def default_scalar_array(
+        self, value: bool | int | float | complex, dtype: Any, like: Any
+    ) -> Any:
+        """A 0-d array for a Python scalar when *both* ``then`` and ``else`` are
+        Python scalars, so that ``dtype`` is :meth:`default_dtype`'s.
+
+        Libraries that type Python scalars weakly (JAX) mark such arrays as they
+        mark scalars; the default is :meth:`scalar_array`.
+        """
+        return self.scalar_array(value, dtype, like)
 
     @abc.abstractmethod
     def select(self, cond: Any, then: Any, else_: Any, plan: SelectPlan, out: Any) -> Any:
         """Run Select on validated inputs.
 
         ``then`` and ``else_`` are arrays of the output dtype; ``cond`` is boolean
-        or integer (nonzero is true). Each input is reshaped to ``plan.aligned``
-        where that is not ``None``; the three then broadcast by NumPy rules to
-        ``plan.out_shape``. When ``out`` is not ``None`` the result is written into
-        it and ``out`` is returned.
+        or integer (nonzero is true). ``plan.dims`` (or, equivalently,
+        ``plan.aligned``) says where each input's dimensions go in
+        ``plan.out_shape``. When ``out`` is not ``None`` the result is written
+        into it and ``out`` is returned.
         """
+
+    def fast_path(self) -> Any:
+        """A fast path for this backend's arrays, or ``None``.
+
+        Returns
+        -------
+        FastPath or None
+            Usually a :class:`arrayselect.plugin.SignatureCache`; the registry
+            routes calls whose ``cond`` is exactly one of its ``array_types``
+            to it while this backend serves its library.
+        """
+        return None

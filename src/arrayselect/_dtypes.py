@@ -1,14 +1,29 @@
-"""The dtype names of the specification and their NumPy dtypes.
+"""NumPy dtypes: their kinds and limits, and the dtype names of the specification.
 
-Shared by the self-describing tools (capability probe, benchmark); the core
-validates dtypes by kind and never needs the names.
+NumPy is the one array library the core depends on, and several backends carry
+NumPy dtypes (NumPy, CuPy, Dask), including the ``ml_dtypes`` extension dtypes
+(bfloat16, the float8 family, int4, ...) that NumPy's own queries do not
+classify. The answers are written here once; backends delegate to them.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import threading
+from typing import Any, Final
 
 import numpy as np
+
+from arrayselect._backend import DtypeKind
+from arrayselect._caches import register_cache
+
+__all__ = [
+    "NUMPY_DEFAULT_DTYPES",
+    "SPEC_DTYPES",
+    "numpy_dtype",
+    "numpy_dtype_kind",
+    "numpy_float_max",
+    "numpy_int_range",
+]
 
 #: The dtypes of the specification (SPEC §4), in table order.
 SPEC_DTYPES: tuple[str, ...] = (
@@ -29,6 +44,24 @@ SPEC_DTYPES: tuple[str, ...] = (
     "complex128",
 )
 
+#: What NumPy makes of each Python scalar type (``np.asarray(0)`` and kin):
+#: the default dtypes of NumPy and of the libraries that follow it (CuPy, Dask).
+NUMPY_DEFAULT_DTYPES: Final[dict[type, np.dtype[Any]]] = {
+    t: np.asarray(t(0)).dtype for t in (bool, int, float, complex)
+}
+
+_NUMPY_KINDS: Final[dict[str, DtypeKind]] = {
+    "b": "bool",
+    "i": "int",
+    "u": "uint",
+    "f": "float",
+    "c": "complex",
+}
+_KINDS_CACHE_SIZE: Final = 256
+_kinds: dict[np.dtype[Any], DtypeKind | None] = {}
+_kinds_lock = threading.Lock()
+register_cache("_dtypes.numpy_dtype_kind", lambda: (len(_kinds), _KINDS_CACHE_SIZE))
+
 
 def numpy_dtype(name: str) -> np.dtype[Any]:
     """The NumPy dtype called ``name``; ``"bfloat16"`` comes from ``ml_dtypes``.
@@ -44,3 +77,58 @@ def numpy_dtype(name: str) -> np.dtype[Any]:
         bfloat16: np.dtype[Any] = np.dtype(ml_dtypes.bfloat16)
         return bfloat16
     return np.dtype(name)
+
+
+def _ml_dtypes_info(kind: str, dtype: np.dtype[Any]) -> Any:
+    """``ml_dtypes.finfo``/``iinfo`` (``kind``) of an ml_dtypes dtype (untyped there)."""
+    import ml_dtypes
+
+    return getattr(ml_dtypes, kind)(dtype)
+
+
+def _ml_dtypes_kind(dtype: np.dtype[Any]) -> DtypeKind | None:
+    if not dtype.type.__module__.startswith("ml_dtypes"):
+        return None
+    try:
+        _ml_dtypes_info("finfo", dtype)
+        return "float"
+    except (TypeError, ValueError):
+        pass
+    try:
+        return "int" if _ml_dtypes_info("iinfo", dtype).min < 0 else "uint"
+    except (TypeError, ValueError):
+        return None
+
+
+def numpy_dtype_kind(dtype: Any) -> DtypeKind | None:
+    """Kind of a NumPy dtype (``ml_dtypes`` included), or ``None`` when Select does
+    not support it (object, string, datetime, structured, void dtypes).
+    """
+    try:
+        return _kinds[dtype]
+    except KeyError:
+        pass
+    except TypeError:  # unhashable: not a dtype
+        return None
+    if not isinstance(dtype, np.dtype):
+        return None
+    kind = _NUMPY_KINDS.get(dtype.kind) or _ml_dtypes_kind(dtype)
+    with _kinds_lock:  # a miss is rare; the lock keeps the bound exact
+        if len(_kinds) < _KINDS_CACHE_SIZE:
+            _kinds[dtype] = kind
+    return kind
+
+
+def numpy_int_range(dtype: np.dtype[Any]) -> tuple[int, int]:
+    """Smallest and largest value of an integer NumPy (or ``ml_dtypes``) dtype."""
+    info: Any = (
+        np.iinfo(dtype) if dtype.kind in ("i", "u", "b") else _ml_dtypes_info("iinfo", dtype)
+    )
+    return int(info.min), int(info.max)
+
+
+def numpy_float_max(dtype: np.dtype[Any]) -> float:
+    """Largest finite value of a floating NumPy (or ``ml_dtypes``) dtype, per component."""
+    if dtype.kind in ("f", "c"):
+        return float(np.finfo(dtype).max)
+    return float(_ml_dtypes_info("finfo", dtype).max)

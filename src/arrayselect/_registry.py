@@ -6,6 +6,13 @@ backends and third-party plugins (entry-point group ``arrayselect.backends``,
 each entry named after the library key it serves and pointing at a factory
 ``factory(xp) -> Backend``) live in one table; backend objects are created once
 per library and cached.
+
+The registry also routes calls to fast paths: when it creates a backend, it
+installs the backend's :meth:`~arrayselect.plugin.Backend.fast_path` for the
+array types it names, and removes it when another backend is registered for the
+library. While :func:`force_portable` is in effect, :func:`arrayselect.select`
+skips fast paths (:func:`portable_forced`), so a fast path never needs to know
+how it was routed.
 """
 
 from __future__ import annotations
@@ -17,28 +24,50 @@ import threading
 from collections.abc import Callable, Iterator
 from importlib.metadata import entry_points
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 import array_api_compat as compat
 
 from arrayselect._backend import Backend
 from arrayselect._errors import SelectTypeError
+from arrayselect._validate import PYTHON_SCALARS
 
 __all__ = [
     "ENTRY_POINT_GROUP",
-    "PYTHON_SCALARS",
+    "FastPath",
+    "active_backend",
+    "fast_path_for",
     "force_portable",
     "get_backend",
     "library_of",
+    "portable_forced",
     "register_backend",
     "resolve",
 ]
 
 ENTRY_POINT_GROUP = "arrayselect.backends"
 PORTABLE = "portable"
-PYTHON_SCALARS = (bool, int, float, complex)
 
 BackendFactory = Callable[[ModuleType], Backend]
+
+
+class FastPath(NamedTuple):
+    """A backend's fast path: what :meth:`Backend.fast_path` returns.
+
+    Attributes
+    ----------
+    array_types
+        The exact types of ``cond`` the fast path serves.
+    call
+        ``call(cond, then, else_, auto_broadcast, axis, cond_broadcast, out)``
+        returns the result, or ``NotImplemented`` to let the general path
+        handle the call. It must raise exactly what the general path raises
+        (:class:`arrayselect.plugin.SignatureCache` does this for any backend).
+    """
+
+    array_types: tuple[type, ...]
+    call: Callable[..., Any]
+
 
 # Built-ins are named by "module:attribute" so that a backend's library is
 # imported only when arrays of that library arrive.
@@ -52,10 +81,17 @@ _BUILTIN: dict[str, str] = {
 _factories: dict[str, BackendFactory | str] = dict(_BUILTIN)
 _backends: dict[tuple[str, bool], Backend] = {}
 _plugins_loaded = False
-_lock = threading.Lock()
+_lock = threading.RLock()
 _force_portable: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "arrayselect_force_portable", default=False
 )
+# How many force_portable(True) blocks are open, in any thread or task. While it
+# is 0 no context can be forced, so select() skips reading the context variable
+# (cheaper, and a plain int is something torch.compile can trace).
+_forcing = [0]
+# Fast paths by exact type of cond, and the library each serves.
+fast_paths: dict[type, Callable[..., Any]] = {}
+_fast_path_library: dict[type, str] = {}
 
 
 def library_of(x: object) -> str | None:
@@ -88,8 +124,16 @@ def register_backend(library: str, factory: BackendFactory) -> None:
     """
     with _lock:
         _factories[library] = factory
-        for key in [k for k in _backends if k[0] == library]:
-            del _backends[key]
+        _forget(library)
+
+
+def _forget(library: str) -> None:
+    """Drop the created backends of ``library`` and the fast paths they installed."""
+    for key in [k for k in _backends if k[0] == library]:
+        del _backends[key]
+    for array_type in [t for t, lib in _fast_path_library.items() if lib == library]:
+        del _fast_path_library[array_type]
+        fast_paths.pop(array_type, None)
 
 
 def _load_plugins() -> None:
@@ -113,7 +157,7 @@ def get_backend(library: str, xp: ModuleType) -> Backend:
     ``xp`` is the library's Array API namespace, passed to the factory when the
     backend is created.
     """
-    portable = _force_portable.get()
+    portable = portable_forced()
     key = (library, portable)
     backend = _backends.get(key)
     if backend is not None:
@@ -126,7 +170,37 @@ def get_backend(library: str, xp: ModuleType) -> Backend:
             name = PORTABLE if portable or library not in _factories else library
             backend = _factory(_factories[name])(xp)
             _backends[key] = backend
+            if name != PORTABLE:
+                _install_fast_path(library, backend)
     return backend
+
+
+def _install_fast_path(library: str, backend: Backend) -> None:
+    fast = backend.fast_path()
+    if fast is None:
+        return
+    for array_type in fast.array_types:
+        fast_paths[array_type] = fast.call
+        _fast_path_library[array_type] = library
+
+
+def active_backend(library: str) -> Backend | None:
+    """The backend serving arrays of ``library`` here and now, if it was created.
+
+    Honours :func:`force_portable`; creates nothing (``None`` when no call has
+    needed the backend yet).
+    """
+    return _backends.get((library, portable_forced()))
+
+
+def fast_path_for(array_type: type) -> Callable[..., Any] | None:
+    """The fast path installed for ``cond`` arrays of exactly ``array_type``, if any."""
+    return fast_paths.get(array_type)
+
+
+def portable_forced() -> bool:
+    """Whether :func:`force_portable` is in effect in this thread or task."""
+    return bool(_forcing[0]) and _force_portable.get()
 
 
 @contextlib.contextmanager
@@ -135,7 +209,9 @@ def force_portable(enabled: bool = True) -> Iterator[None]:
 
     The portable backend uses only functions of the Array API standard; forcing
     it is how benchmarks compare a native fast path against it. The setting is
-    per thread and per asyncio task (a context variable).
+    per thread and per asyncio task (a context variable), and lasts while the
+    block is open: a task that inherits the setting and outlives the block is
+    routed as usual again once the block has closed.
 
     Examples
     --------
@@ -145,10 +221,14 @@ def force_portable(enabled: bool = True) -> Iterator[None]:
     array([1, 4])
     """
     token = _force_portable.set(enabled)
+    with _lock:
+        _forcing[0] += 1
     try:
         yield
     finally:
         _force_portable.reset(token)
+        with _lock:
+            _forcing[0] -= 1
 
 
 def _describe(x: object) -> str:
@@ -195,7 +275,7 @@ def resolve(
                 "to one library first (only NumPy arrays may join JAX arrays)"
             )
     (library,) = libraries
-    portable = _force_portable.get()
+    portable = portable_forced()
     # Arrays of a library without a backend of its own are only known by their
     # __array_namespace__; the portable backend needs real Array API arrays.
     checked = library not in _KNOWN_LIBRARIES and (portable or not _has_factory(library))

@@ -2,30 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from arrayselect._backend import Backend
-from arrayselect._registry import resolve
+from arrayselect._registry import _force_portable, _forcing, fast_paths, resolve
 from arrayselect._shapes import check_options, make_plan
-from arrayselect._validate import check_cond_dtype, check_out, materialize_scalars
+from arrayselect._validate import (
+    Decision,
+    check_cond_dtype,
+    check_devices,
+    check_out,
+    scalar_values,
+    value_dtype,
+)
 
-__all__ = ["FastPath", "backend_for", "register_fast_path", "select"]
-
-#: ``fast(cond, then, else_, auto_broadcast, axis, cond_broadcast, out)`` returns the
-#: result, or ``NotImplemented`` to let the general path handle the call. It must
-#: raise exactly what the general path raises (the usual way: call
-#: :func:`select_general` on a cache miss and cache what it validated).
-FastPath = Callable[[Any, Any, Any, Any, Any, Any, Any], Any]
-
-# Keyed by the exact type of ``cond``: one dict lookup per call, so a backend
-# can skip namespace inference and re-validation for shapes it has seen.
-_fast_paths: dict[type, FastPath] = {}
-
-
-def register_fast_path(array_type: type, fast: FastPath) -> None:
-    """Route calls whose ``cond`` is exactly ``array_type`` to ``fast`` first."""
-    _fast_paths[array_type] = fast
+__all__ = ["Validated", "backend_for", "select", "select_general", "validate"]
 
 
 def select(
@@ -99,8 +90,9 @@ def select(
     >>> asel.select(np.array([1, 0, 2], dtype=np.uint8), np.arange(3.0), -1.0)
     array([ 0., -1.,  2.])
     """
-    fast = _fast_paths.get(type(cond))
-    if fast is not None:
+    fast = fast_paths.get(type(cond))
+    # The routing check of every fast path, written once (see portable_forced).
+    if fast is not None and not (_forcing[0] and _force_portable.get()):
         result = fast(cond, then, else_, auto_broadcast, axis, cond_broadcast, out)
         if result is not NotImplemented:
             return result
@@ -115,6 +107,65 @@ def select(
     )
 
 
+class Validated(NamedTuple):
+    """A call that passed validation: who runs it, what was decided, and the operands.
+
+    Attributes
+    ----------
+    backend
+        The backend serving the inputs' library.
+    decision
+        What validation decided for the call's signature (a fast path may cache it).
+    then, else_
+        The operands as arrays of the output dtype (Python scalars converted).
+    """
+
+    backend: Backend
+    decision: Decision
+    then: Any
+    else_: Any
+
+
+def validate(
+    cond: Any,
+    then: Any,
+    else_: Any,
+    auto_broadcast: Any,
+    axis: Any,
+    cond_broadcast: Any,
+    out: Any,
+) -> Validated:
+    """Every check of :func:`select`, in its order; raises what ``select`` raises.
+
+    The order is part of the contract: options, array types, ``cond``'s dtype,
+    ``then``/``else`` dtypes and scalar values, shapes, devices, ``out``.
+    """
+    axis_int = check_options(auto_broadcast, axis, cond_broadcast)
+    backend, named = resolve(cond, then, else_, out)
+    check_cond_dtype(backend, cond)
+    dtype, then_range, else_range = value_dtype(backend, cond, then, else_)
+    then_value, else_value = scalar_values(then, else_, dtype, then_range, else_range)
+    plan = make_plan(
+        backend.shape(cond),
+        () if then_range is not None else backend.shape(then),
+        () if else_range is not None else backend.shape(else_),
+        auto_broadcast,
+        axis_int,
+        cond_broadcast,
+    )
+    check_devices(backend, named)
+    if out is not None:
+        check_out(backend, out, plan.out_shape, dtype)
+    if then_range is not None and else_range is not None:
+        then = backend.default_scalar_array(then_value, dtype, cond)
+        else_ = backend.default_scalar_array(else_value, dtype, cond)
+    elif then_range is not None:
+        then = backend.scalar_array(then_value, dtype, else_)
+    elif else_range is not None:
+        else_ = backend.scalar_array(else_value, dtype, then)
+    return Validated(backend, Decision(plan, dtype, then_range, else_range), then, else_)
+
+
 def select_general(
     cond: Any,
     then: Any,
@@ -127,22 +178,10 @@ def select_general(
     out: Any = None,
 ) -> Any:
     """:func:`select` without fast paths: full validation, then the backend."""
-    axis_int = check_options(auto_broadcast, axis, cond_broadcast)
-    backend, named = resolve(cond, then, else_, out)
-    check_cond_dtype(backend, cond)
-    then, else_ = materialize_scalars(backend, cond, then, else_)
-    plan = make_plan(
-        backend.shape(cond),
-        backend.shape(then),
-        backend.shape(else_),
-        auto_broadcast,
-        axis_int,
-        cond_broadcast,
+    backend, decision, then, else_ = validate(
+        cond, then, else_, auto_broadcast, axis, cond_broadcast, out
     )
-    backend.check_devices(named)
-    if out is not None:
-        check_out(backend, out, plan.out_shape, then.dtype)
-    return backend.select(cond, then, else_, plan, out)
+    return backend.select(cond, then, else_, decision.plan, out)
 
 
 def backend_for(cond: Any, then: Any, else_: Any, out: Any = None) -> Backend:

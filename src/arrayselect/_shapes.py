@@ -1,9 +1,10 @@
 """Shape inference and validation for Select: the one place that knows the modes.
 
 Every mode is turned into a :class:`SelectPlan`: the output shape, plus for
-each input the *aligned* shape it must be reshaped to (a view: only size-1
-dimensions are added) so that plain NumPy-rule broadcasting of the three
-aligned inputs gives the output. Backends never see the modes.
+each input the output dimensions its dimensions go to (and, equivalently, the
+*aligned* shape it may be reshaped to: a view, only size-1 dimensions added or
+dropped) so that plain NumPy-rule broadcasting of the three placed inputs gives
+the output. Backends never see the modes.
 
 Dimensions are ``int`` or ``None`` (unknown). With unknown dimensions an error
 is raised only when every possible value of the unknowns would fail, and an
@@ -12,7 +13,7 @@ output dimension is ``None`` only when it cannot be deduced.
 Backends may also pass *symbolic* dimensions (JAX's ``jax.export`` shape
 polynomials such as ``b`` or ``2*b``): hashable objects that support ``==``,
 ``-`` and ordering against ints, where an ordering that cannot be decided
-raises. Every comparison goes through :func:`_same`, which answers "certainly
+raises. Every comparison goes through :func:`same_dim`, which answers "certainly
 equal", "certainly different" or "cannot tell"; a symbolic dimension that
 cannot be told apart from another is treated like an unknown one that is
 constrained (``b`` against ``3`` is not an error: ``b`` may be 3 or 1).
@@ -23,7 +24,7 @@ from __future__ import annotations
 import functools
 import operator
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from arrayselect._caches import register_cache
@@ -38,7 +39,7 @@ __all__ = [
     "check_options",
     "make_plan",
     "normalize_shape",
-    "pdpd_placement",
+    "same_dim",
     "select_shape",
 ]
 
@@ -56,26 +57,67 @@ _ENLARGE_HINT: Final = (
 
 @dataclass(frozen=True, slots=True)
 class SelectPlan:
-    """What a backend needs to run one Select.
+    """What a backend needs to run one Select: the output shape and where each
+    input's dimensions go.
 
     Attributes
     ----------
     out_shape
         Shape of the result.
+    dims
+        For ``cond``, ``then`` and ``else``: the output dimension each of the
+        input's leading ``len(dims[k])`` dimensions lines up with, in increasing
+        order (as XLA's ``broadcast_in_dim`` takes them). The input's remaining
+        trailing dimensions are *dropped*: they are size 1 in every valid call
+        (``"pdpd"`` trims trailing 1s). A dimension of size 1 broadcasts; any
+        other size equals the output's there. Output dimensions no input
+        dimension goes to are broadcast.
     aligned
-        For ``cond``, ``then`` and ``else``: the shape to reshape the input to
-        before NumPy-rule broadcasting, or ``None`` when the input can be used
-        as it is.
-    mode, axis
-        The ``auto_broadcast`` mode and ``axis`` the plan was made for. Backends
-        that cannot reshape (lazy arrays with unknown sizes) place each input's
-        dimensions with :func:`pdpd_placement` instead of using ``aligned``.
+        The same placement as a shape: for each input, the shape to reshape it
+        to (the output's rank, the input's kept dimensions at ``dims``, 1
+        elsewhere) before NumPy-rule broadcasting, or ``None`` when the input
+        broadcasts by NumPy rules as it is (right-aligned, nothing dropped).
+        Backends that reshape use it; backends that map dimensions use
+        ``dims``.
     """
 
     out_shape: Shape
+    dims: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
     aligned: tuple[Shape | None, Shape | None, Shape | None]
-    mode: str = "numpy"
-    axis: int = -1
+    # Plans key backends' caches of compiled functions: hash once, not per lookup.
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.out_shape, self.dims, self.aligned)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+
+def _right_aligned(rank: int, src: Shape) -> tuple[int, ...]:
+    """Output dims of an input of shape ``src`` right-aligned in an output of ``rank``."""
+    return tuple(range(rank - len(src), rank))
+
+
+def _aligned_shape(rank: int, src: Shape, dims: tuple[int, ...]) -> Shape | None:
+    """``src`` reshaped to put its kept dims at ``dims`` (``None``: no reshape needed)."""
+    if dims == _right_aligned(rank, src):
+        return None
+    aligned: list[Dim] = [1] * rank
+    for k, d in enumerate(dims):
+        aligned[d] = src[k]
+    return tuple(aligned)
+
+
+def _make(
+    out: Shape, cond: Shape, then: Shape, else_: Shape, placed: dict[int, tuple[int, ...]]
+) -> SelectPlan:
+    """A plan whose inputs are right-aligned unless ``placed`` says otherwise."""
+    rank = len(out)
+    shapes = (cond, then, else_)
+    dims = tuple(placed.get(k, _right_aligned(rank, src)) for k, src in enumerate(shapes))
+    aligned = tuple(_aligned_shape(rank, src, d) for src, d in zip(shapes, dims, strict=True))
+    return SelectPlan(out, dims, aligned)  # type: ignore[arg-type]
 
 
 def _mode_text(mode: str, axis: int, cond_broadcast: str) -> str:
@@ -172,8 +214,10 @@ def normalize_shape(name: str, shape: object) -> Shape:
     return tuple(dims)
 
 
-def _same(a: Dim, b: Dim) -> bool | None:
+def same_dim(a: Dim, b: Dim) -> bool | None:
     """``True`` if dims ``a`` and ``b`` are certainly equal, ``False`` if certainly not.
+
+    The one comparison of dimensions: backends with symbolic shapes use it too.
 
     ``None`` when it cannot be told: one is unknown, or they are symbolic
     dimensions whose difference is not known to be zero or nonzero.
@@ -203,11 +247,11 @@ def _same(a: Dim, b: Dim) -> bool | None:
 
 def _merge(a: Dim, b: Dim) -> Dim | bool:
     """Broadcast two dims by NumPy rules; ``False`` when they certainly clash."""
-    equal = _same(a, b)
+    equal = same_dim(a, b)
     if equal:
         return a
-    a_one = _same(a, 1)
-    b_one = _same(b, 1)
+    a_one = same_dim(a, 1)
+    b_one = same_dim(b, 1)
     if a_one:
         return b
     if b_one:
@@ -252,8 +296,8 @@ def _cond_one_way(cond: Shape, target: Shape, mode_text: str) -> Shape:
     offset = len(target) - len(cond)
     for i, dc in enumerate(cond):
         dt = target[offset + i]
-        equal = _same(dc, dt)
-        cond_one = _same(dc, 1)
+        equal = same_dim(dc, dt)
+        cond_one = same_dim(dc, 1)
         if equal is None and cond_one is False and (dt is None or type(dc) is int):
             out[offset + i] = dc  # cond's dim is not 1: a valid call has this size here
         if equal is not False or cond_one is not False:
@@ -283,7 +327,7 @@ def _identical(cond: Shape, then: Shape, else_: Shape) -> Shape:
             if d is None:
                 continue
             for seen_name, seen_d in reversed(seen):
-                if _same(d, seen_d) is False:
+                if same_dim(d, seen_d) is False:
                     raise SelectShapeError(
                         f"auto_broadcast='none' needs identical shapes: cond {cond}, then "
                         f"{then}, else {else_} differ at dimension {i}: {name} has {d}, "
@@ -308,7 +352,7 @@ def _trim_candidates(src: Shape) -> list[int]:
         if j == 0:
             ends.append(0)
             return ends
-        one = _same(src[j - 1], 1)
+        one = same_dim(src[j - 1], 1)
         if one is not True:
             ends.append(j)
         if one is False:
@@ -326,8 +370,13 @@ def _pdpd_start(rank: int, src: Shape, axis: int) -> int:
     return rank - len(src) if axis == -1 else axis
 
 
-def _fit_pdpd(name: str, src: Shape, then: Shape, axis: int) -> Shape | None:
-    """Fit ``src`` onto ``then`` PaddlePaddle-style; return its aligned shape."""
+def _fit_pdpd(name: str, src: Shape, then: Shape, axis: int) -> tuple[int, ...]:
+    """Fit ``src`` onto ``then`` PaddlePaddle-style; return the dims of ``then`` its
+    kept dimensions go to (its trimmed trailing 1s are dropped).
+
+    With unknown trailing sizes the longest fit is kept, so an unknown size that
+    may be something else than 1 stays in place.
+    """
     rank = len(then)
     if len(src) > rank:
         raise SelectShapeError(
@@ -335,14 +384,12 @@ def _fit_pdpd(name: str, src: Shape, then: Shape, axis: int) -> Shape | None:
             f"(auto_broadcast='pdpd', axis={axis}): {name} has rank {len(src)}, more than "
             f"the {rank} of then"
         )
+    start = _pdpd_start(rank, src, axis)
     first_error: SelectShapeError | None = None
-    for j in _trim_candidates(src):
-        trimmed = src[:j]
-        start = _pdpd_start(rank, src, axis)
-        error = _pdpd_mismatch(name, src, trimmed, then, axis, start)
+    for j in _trim_candidates(src):  # longest first
+        error = _pdpd_mismatch(name, src, src[:j], then, axis, start)
         if error is None:
-            aligned = (1,) * start + trimmed + (1,) * (rank - start - j)
-            return None if aligned == src else aligned
+            return tuple(range(start, start + j))
         first_error = first_error or error
     assert first_error is not None
     raise first_error
@@ -361,7 +408,7 @@ def _pdpd_mismatch(
         )
     for k, ds in enumerate(trimmed):
         dt = then[start + k]
-        if _same(ds, dt) is not False or _same(ds, 1) is not False:
+        if same_dim(ds, dt) is not False or same_dim(ds, 1) is not False:
             continue
         return SelectShapeError(
             f"{name} shape {src} cannot be broadcast onto then shape {then} {where}: "
@@ -371,23 +418,25 @@ def _pdpd_mismatch(
     return None
 
 
-def _refine_unknowns(then: Shape, aligned: Shape) -> Shape:
-    """``then`` with unknown dims fixed by the known non-1 dims of a fitted input.
+def _refine_unknowns(then: Shape, src: Shape, dims: tuple[int, ...]) -> Shape:
+    """``then`` with unknown dims fixed by the known non-1 dims of an input fitted at ``dims``.
 
-    ``aligned`` has ``then``'s rank; a known dim other than 1 there can only
-    fit if ``then`` has that size (pdpd fits one way onto ``then``).
+    pdpd fits one way onto ``then``, so a known size other than 1 can only fit
+    where ``then`` has that size.
     """
-    return tuple(
-        da if dt is None and da is not None and da != 1 else dt
-        for dt, da in zip(then, aligned, strict=True)
-    )
+    out = list(then)
+    for k, d in enumerate(dims):
+        size = src[k]
+        if out[d] is None and size is not None and size != 1:
+            out[d] = size
+    return tuple(out)
 
 
 @functools.lru_cache(maxsize=_PLAN_CACHE_SIZE)
 def make_plan(
     cond: Shape, then: Shape, else_: Shape, mode: str, axis: int, cond_broadcast: str
 ) -> SelectPlan:
-    """Infer the output shape and the aligned input shapes.
+    """Infer the output shape and where each input's dimensions go.
 
     The options must already have passed :func:`check_options`. Results are
     cached (bounded, thread-safe); errors are not.
@@ -398,56 +447,20 @@ def make_plan(
         If the shapes cannot be broadcast under the mode.
     """
     if mode == "none":
-        return SelectPlan(_identical(cond, then, else_), (None, None, None))
+        return _make(_identical(cond, then, else_), cond, then, else_, {})
     if mode == "pdpd":
-        else_aligned = _fit_pdpd("else", else_, then, axis)
-        out = _refine_unknowns(then, else_ if else_aligned is None else else_aligned)
-        cond_aligned = _fit_pdpd("cond", cond, out, axis)
-        out = _refine_unknowns(out, cond if cond_aligned is None else cond_aligned)
-        return SelectPlan(out, (cond_aligned, None, else_aligned), mode="pdpd", axis=axis)
+        else_dims = _fit_pdpd("else", else_, then, axis)
+        out = _refine_unknowns(then, else_, else_dims)
+        cond_dims = _fit_pdpd("cond", cond, out, axis)
+        out = _refine_unknowns(out, cond, cond_dims)
+        return _make(out, cond, then, else_, {0: cond_dims, 2: else_dims})
     text = _mode_text(mode, axis, cond_broadcast)
     values = _broadcast_two("then", then, "else", else_, text)
     if cond_broadcast == "unidirectional":
-        return SelectPlan(_cond_one_way(cond, values, text), (None, None, None))
-    out = _broadcast_two("cond", cond, "broadcast of then and else", values, text)
-    return SelectPlan(out, (None, None, None))
-
-
-def pdpd_placement(name: str, src: Shape, then: Shape, axis: int) -> tuple[int, int]:
-    """Where the dimensions of a pdpd-fitted input go among ``then``'s dimensions.
-
-    For backends that add size-1 dimensions by indexing rather than by
-    reshaping to :attr:`SelectPlan.aligned` (Dask arrays with unknown sizes).
-    Call it only for shapes :func:`make_plan` accepted. The start does not
-    depend on trimming (see :func:`_pdpd_start`), so unknown trailing sizes
-    never make the placement ambiguous.
-
-    Parameters
-    ----------
-    name : str
-        ``"cond"`` or ``"else"``, for messages.
-    src, then : tuple of int or None
-        Shape of the fitted input and of ``then``; ``None`` is an unknown size.
-    axis : int
-        The pdpd ``axis`` (``-1`` aligns to the right).
-
-    Returns
-    -------
-    start, kept : int
-        ``src[:kept]`` lines up with ``then``'s dimensions ``start`` to
-        ``start + kept - 1``. The trailing dimensions ``src[kept:]`` are trimmed:
-        size 1 in every valid call (known, or unknown and required to be 1), so
-        a backend may drop them (checking unknown ones when sizes are known).
-        ``kept`` is the longest fit, so an unknown trailing size is kept where
-        it may be something else than 1.
-    """
-    rank = len(then)
-    start = _pdpd_start(rank, src, axis)
-    for j in _trim_candidates(src):  # longest first
-        if _pdpd_mismatch(name, src, src[:j], then, axis, start) is None:
-            return start, j
-    _fit_pdpd(name, src, then, axis)  # make_plan raised for these shapes: the same error
-    raise AssertionError("unreachable")  # pragma: no cover
+        out = _cond_one_way(cond, values, text)
+    else:
+        out = _broadcast_two("cond", cond, "broadcast of then and else", values, text)
+    return _make(out, cond, then, else_, {})
 
 
 def _plan_cache_report() -> tuple[int, int]:

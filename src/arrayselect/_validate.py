@@ -1,30 +1,68 @@
-"""Dtype, Python-scalar and ``out=`` validation, shared by every backend."""
+"""The dtype, Python-scalar, device and ``out`` rules of Select: each written once, here.
+
+Backends answer questions (a dtype's kind, an integer range, a device, ``out``'s
+strides); the rules that turn the answers into accept-or-raise live only in
+this module. A fast path that caches what :func:`validate` decided for a call
+signature re-checks on a hit only what depends on values, through the same
+functions (:func:`check_devices`, :func:`check_out_layout`) or through data
+derived here (:class:`ScalarRange`), never through a copy of a rule.
+"""
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Any, Final
 
 from arrayselect._backend import Backend, DtypeKind
 from arrayselect._errors import (
     ScalarOverflowError,
     SelectShapeError,
     SelectTypeError,
+    SelectValueError,
 )
-from arrayselect._shapes import Shape
+from arrayselect._shapes import SelectPlan, Shape
 
-__all__ = ["check_cond_dtype", "check_out", "materialize_scalars"]
+__all__ = [
+    "PYTHON_SCALARS",
+    "Decision",
+    "ScalarRange",
+    "check_cond_dtype",
+    "check_devices",
+    "check_out",
+    "check_out_layout",
+    "check_scalar",
+    "scalar_range",
+    "scalar_values",
+    "value_dtype",
+]
 
 PyScalar = bool | int | float | complex
 
-_SCALAR_KIND: dict[type, str] = {bool: "bool", int: "int", float: "float", complex: "complex"}
-# Which dtype kinds a Python scalar of each type may take (SPEC §4).
-_SCALAR_FITS: dict[str, frozenset[DtypeKind]] = {
-    "bool": frozenset({"bool"}),
-    "int": frozenset({"int", "uint", "float", "complex"}),
-    "float": frozenset({"float", "complex"}),
-    "complex": frozenset({"complex"}),
+#: The Python scalar types that may stand for ``then`` or ``else`` (exact types only).
+PYTHON_SCALARS: Final = (bool, int, float, complex)
+
+_SCALAR_KIND: Final[dict[type, str]] = {
+    bool: "bool",
+    int: "int",
+    float: "float",
+    complex: "complex",
 }
+# Which dtype kinds a Python scalar of each type may take (SPEC §4).
+_SCALAR_FITS: Final[dict[type, frozenset[DtypeKind]]] = {
+    bool: frozenset({"bool"}),
+    int: frozenset({"int", "uint", "float", "complex"}),
+    float: frozenset({"float", "complex"}),
+    complex: frozenset({"complex"}),
+}
+_DEFAULT: Final = "the namespace default"
+# Elements beyond which an interleaved ``out`` layout is not enumerated to prove
+# that its elements are disjoint (such layouts only come from as_strided).
+_OVERLAP_ENUMERATION_LIMIT: Final = 1 << 22
+
+
+# --------------------------------------------------------------------------- dtypes
 
 
 def check_cond_dtype(backend: Backend, cond: Any) -> None:
@@ -36,7 +74,7 @@ def check_cond_dtype(backend: Backend, cond: Any) -> None:
         )
 
 
-def _check_value_dtype(backend: Backend, name: str, dtype: Any) -> DtypeKind:
+def _value_kind(backend: Backend, name: str, dtype: Any) -> DtypeKind:
     kind = backend.dtype_kind(dtype)
     if kind is None:
         raise SelectTypeError(
@@ -46,51 +84,130 @@ def _check_value_dtype(backend: Backend, name: str, dtype: Any) -> DtypeKind:
     return kind
 
 
-def _scalar_fitting(
-    backend: Backend, name: str, value: PyScalar, dtype: Any, kind: DtypeKind, other: str
-) -> PyScalar:
-    """Raise unless Python scalar ``value`` may take ``dtype`` (kind and range).
+# --------------------------------------------------------------------------- Python scalars
 
-    Returns the value to convert: a Python int taking a floating dtype is passed
-    on as a Python float (what NumPy does with it anyway), because some array
-    libraries (ml_dtypes' bfloat16) cannot convert ints beyond int64.
+
+@dataclass(frozen=True, slots=True)
+class ScalarRange:
+    """The values a Python scalar of one type may take for one dtype.
+
+    Derived once per (scalar type, dtype) by :func:`scalar_range`. A value whose
+    parts (real and imaginary for a complex) all lie in ``[low, high]`` fits.
+    Outside it, the only values that still fit are non-finite floats (``inf``
+    and ``nan`` are taken as they are): :func:`check_scalar` decides those, so a
+    fast path may test :meth:`admits` and send anything else to the general path.
+
+    Attributes
+    ----------
+    low, high
+        Bounds, exact: ints for integer dtypes, floats (the dtype's largest
+        finite magnitude) for floating ones.
+    as_float
+        Whether a Python int is converted through a Python float (an int taking
+        a floating dtype: what NumPy does with it anyway, and some libraries,
+        ml_dtypes' bfloat16 among them, cannot convert ints beyond int64).
     """
-    scalar_kind = _SCALAR_KIND[type(value)]
-    if kind not in _SCALAR_FITS[scalar_kind]:
+
+    low: int | float
+    high: int | float
+    as_float: bool = False
+
+    def admits(self, value: PyScalar) -> bool:
+        """Whether ``value`` certainly fits (``False``: ask :func:`check_scalar`)."""
+        if isinstance(value, complex):
+            return bool(self.low <= value.real <= self.high and self.low <= value.imag <= self.high)
+        return bool(self.low <= value <= self.high)
+
+    def prepare(self, value: PyScalar) -> PyScalar:
+        """``value`` as it is converted to the dtype (an int as a float where ``as_float``)."""
+        return float(value) if self.as_float and type(value) is int else value
+
+
+def _check_scalar_kind(name: str, value: PyScalar, dtype: Any, kind: DtypeKind, other: str) -> None:
+    """A Python scalar of ``value``'s type must be able to take a dtype of ``kind``."""
+    fits = _SCALAR_FITS[type(value)]
+    if kind not in fits:
+        scalar_kind = _SCALAR_KIND[type(value)]
         raise SelectTypeError(
             f"{name} is a Python {scalar_kind} ({value!r}) and cannot take the dtype {dtype} "
-            f"of {other}; a Python {scalar_kind} fits only "
-            + " or ".join(sorted(_SCALAR_FITS[scalar_kind]))
-            + " dtypes"
+            f"of {other}; a Python {scalar_kind} fits only " + " or ".join(sorted(fits)) + " dtypes"
         )
+
+
+def scalar_range(backend: Backend, scalar_type: type, dtype: Any, kind: DtypeKind) -> ScalarRange:
+    """The :class:`ScalarRange` of a Python scalar of ``scalar_type`` taking ``dtype``
+    (of ``kind``, which such a scalar may take).
+    """
     if kind in ("int", "uint"):
         low, high = backend.int_range(dtype)
-        if not low <= value <= high:  # type: ignore[operator]
+        return ScalarRange(low, high)
+    if kind in ("float", "complex"):
+        limit = float(backend.float_max(dtype))
+        return ScalarRange(-limit, limit, as_float=scalar_type is int)
+    return ScalarRange(False, True)
+
+
+def check_scalar(rng: ScalarRange, name: str, value: PyScalar, dtype: Any, other: str) -> PyScalar:
+    """Raise unless ``value`` fits ``dtype``; return it as it is to be converted.
+
+    Raises
+    ------
+    ScalarOverflowError
+        If ``value`` (or a finite part of it) is out of the dtype's range.
+    """
+    if rng.admits(value):
+        return rng.prepare(value)
+    parts: tuple[int | float, ...] = (
+        (value.real, value.imag) if isinstance(value, complex) else (value,)
+    )
+    for part in parts:
+        inside = rng.low <= part <= rng.high
+        if inside or (type(part) is float and not math.isfinite(part)):
+            continue
+        if type(rng.high) is int:
             raise ScalarOverflowError(
-                f"{name}={value!r} is out of the range [{low}, {high}] of {other}'s dtype {dtype}"
+                f"{name}={value!r} is out of the range [{rng.low}, {rng.high}] of {other}'s "
+                f"dtype {dtype}"
             )
-    elif kind in ("float", "complex"):
-        limit = backend.float_max(dtype)
-        parts = (value.real, value.imag) if isinstance(value, complex) else (value,)
-        for part in parts:
-            finite = isinstance(part, int) or math.isfinite(part)
-            if finite and abs(part) > limit:
-                raise ScalarOverflowError(
-                    f"{name}={value!r} is finite but out of the range of {other}'s dtype {dtype} "
-                    f"(largest magnitude {limit:g}); pass inf explicitly if that is what you mean"
-                )
-        if type(value) is int:
-            return float(value)
-    return value
+        raise ScalarOverflowError(
+            f"{name}={value!r} is finite but out of the range of {other}'s dtype {dtype} "
+            f"(largest magnitude {rng.high:g}); pass inf explicitly if that is what you mean"
+        )
+    return rng.prepare(value)
 
 
-def materialize_scalars(backend: Backend, cond: Any, then: Any, else_: Any) -> tuple[Any, Any]:
-    """Check ``then``/``else`` dtypes; turn Python scalars into 0-d arrays.
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What validation decided for one call signature; fast paths cache it.
 
-    Returns
-    -------
-    then, else_
-        Arrays of one dtype, the output dtype.
+    Attributes
+    ----------
+    plan
+        The output shape and where each input's dimensions go.
+    dtype
+        The output dtype.
+    then_range, else_range
+        For an operand that is a Python scalar, the range its value must lie
+        in (re-checked on every call, since the value is not part of the
+        signature); ``None`` for an array operand.
+    """
+
+    plan: SelectPlan
+    dtype: Any
+    then_range: ScalarRange | None = None
+    else_range: ScalarRange | None = None
+
+
+def value_dtype(
+    backend: Backend, cond: Any, then: Any, else_: Any
+) -> tuple[Any, ScalarRange | None, ScalarRange | None]:
+    """The output dtype, and the ranges of the operands that are Python scalars.
+
+    Raises
+    ------
+    SelectTypeError
+        For an unsupported dtype, two dtypes (Select does not promote), two
+        scalars of different types, or a scalar of a kind the dtype cannot take.
     """
     then_scalar = type(then) in _SCALAR_KIND
     else_scalar = type(else_) in _SCALAR_KIND
@@ -101,32 +218,86 @@ def materialize_scalars(backend: Backend, cond: Any, then: Any, else_: Any) -> t
                 f"{type(else_).__name__}; Select does not promote, so pass scalars of one type "
                 "or arrays of one dtype"
             )
-        # Both take the namespace's default dtype for their kind, which must hold them.
-        dtype = backend.scalar_array(type(then)(0), None, cond).dtype
-        kind = _check_value_dtype(backend, "then", dtype)
-        then = _scalar_fitting(backend, "then", then, dtype, kind, "the namespace default")
-        else_ = _scalar_fitting(backend, "else", else_, dtype, kind, "the namespace default")
-        return backend.scalar_array(then, dtype, cond), backend.scalar_array(else_, dtype, cond)
+        dtype = backend.default_dtype(type(then), cond)
+        kind = _value_kind(backend, "then", dtype)
+        _check_scalar_kind("then", then, dtype, kind, _DEFAULT)
+        rng = scalar_range(backend, type(then), dtype, kind)
+        return dtype, rng, rng
     if then_scalar:
-        kind = _check_value_dtype(backend, "else", else_.dtype)
-        then = _scalar_fitting(backend, "then", then, else_.dtype, kind, "else")
-        return backend.scalar_array(then, else_.dtype, else_), else_
+        dtype = else_.dtype
+        kind = _value_kind(backend, "else", dtype)
+        _check_scalar_kind("then", then, dtype, kind, "else")
+        return dtype, scalar_range(backend, type(then), dtype, kind), None
     if else_scalar:
-        kind = _check_value_dtype(backend, "then", then.dtype)
-        else_ = _scalar_fitting(backend, "else", else_, then.dtype, kind, "then")
-        return then, backend.scalar_array(else_, then.dtype, then)
-    _check_value_dtype(backend, "then", then.dtype)
-    _check_value_dtype(backend, "else", else_.dtype)
+        dtype = then.dtype
+        kind = _value_kind(backend, "then", dtype)
+        _check_scalar_kind("else", else_, dtype, kind, "then")
+        return dtype, None, scalar_range(backend, type(else_), dtype, kind)
+    _value_kind(backend, "then", then.dtype)
+    _value_kind(backend, "else", else_.dtype)
     if then.dtype != else_.dtype:
         raise SelectTypeError(
             f"then and else must have the same dtype (Select does not promote), got then "
             f"{then.dtype} and else {else_.dtype}"
         )
+    return then.dtype, None, None
+
+
+def scalar_values(
+    then: Any,
+    else_: Any,
+    dtype: Any,
+    then_range: ScalarRange | None,
+    else_range: ScalarRange | None,
+) -> tuple[Any, Any]:
+    """Check the values of the Python-scalar operands; return them as they are converted.
+
+    Raises
+    ------
+    ScalarOverflowError
+        If a scalar is out of its range.
+    """
+    both = then_range is not None and else_range is not None
+    if then_range is not None:
+        then = check_scalar(then_range, "then", then, dtype, _DEFAULT if both else "else")
+    if else_range is not None:
+        else_ = check_scalar(else_range, "else", else_, dtype, _DEFAULT if both else "then")
     return then, else_
 
 
+# --------------------------------------------------------------------------- devices
+
+
+def check_devices(backend: Backend, named: list[tuple[str, Any]]) -> None:
+    """All inputs (and ``out``) whose device is known must be on one device.
+
+    Raises
+    ------
+    SelectValueError
+        Naming the first two arguments on different devices.
+    """
+    first: tuple[str, Hashable] | None = None
+    for name, x in named:
+        device = backend.device_of(x)
+        if device is None:
+            continue
+        if first is None:
+            first = (name, device)
+        elif device != first[1]:
+            raise SelectValueError(
+                f"inputs must be on one device, but {first[0]} is on "
+                f"{backend.device_text(first[1])} and {name} is on {backend.device_text(device)}; "
+                f"{backend.device_hint} (no implicit transfer happens)"
+            )
+
+
+# --------------------------------------------------------------------------- out
+
+
 def check_out(backend: Backend, out: Any, out_shape: Shape, dtype: Any) -> None:
-    """``out`` must be writable and match the output shape and dtype exactly."""
+    """``out`` must be writable, match the output shape and dtype exactly, and hold
+    one element per position (no overlapping elements).
+    """
     if not backend.supports_out:
         raise SelectTypeError(
             f"out= is not supported for {backend.name} arrays: {backend.out_refusal}"
@@ -136,4 +307,62 @@ def check_out(backend: Backend, out: Any, out_shape: Shape, dtype: Any) -> None:
         raise SelectShapeError(f"out has shape {shape}, but the output shape is {out_shape}")
     if out.dtype != dtype:
         raise SelectTypeError(f"out has dtype {out.dtype}, but the output dtype is {dtype}")
-    backend.check_out(out)
+    check_out_layout(backend, out)
+
+
+def check_out_layout(backend: Backend, out: Any) -> None:
+    """The part of :func:`check_out` that depends on ``out``'s memory, not its signature.
+
+    Raises
+    ------
+    SelectValueError
+        If ``out`` is read-only or its elements overlap (a zero stride, or
+        strides that make two positions share bytes).
+    """
+    layout = backend.out_layout(out)
+    if not layout.writeable:
+        raise SelectValueError(f"out is read-only ({layout.why_not})")
+    if layout.strides is not None:
+        _check_disjoint(tuple(backend.shape(out)), layout.strides, layout.itemsize)  # type: ignore[arg-type]
+
+
+def _check_disjoint(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> None:
+    """Raise if two positions of an array of this layout share bytes."""
+    if any(d == 0 for d in shape):
+        return
+    axes = sorted(
+        (abs(s), d, i) for i, (d, s) in enumerate(zip(shape, strides, strict=True)) if d > 1
+    )
+    for s, d, i in axes:
+        if s == 0:
+            raise SelectValueError(
+                f"out has overlapping elements: stride 0 along dimension {i} of size {d} "
+                f"(shape {shape}, strides {strides}), so it cannot hold the result; pass an "
+                "array with its own memory for each element"
+            )
+    # Sorted by stride, each axis must step over everything the smaller ones span:
+    # that proves the elements disjoint for every layout NumPy and the others make.
+    extent = itemsize
+    for s, d, _ in axes:
+        if s < extent:
+            break
+        extent += s * (d - 1)
+    else:
+        return
+    # Interleaved strides (only as_strided makes them): enumerate the offsets.
+    size = math.prod(shape)
+    if size <= _OVERLAP_ENUMERATION_LIMIT:
+        import numpy as np
+
+        offsets = np.zeros(1, dtype=np.int64)
+        for s, d, _ in axes:
+            offsets = (offsets[:, None] + np.arange(d, dtype=np.int64) * s).ravel()
+        offsets.sort()
+        if offsets.size < 2 or int(np.diff(offsets).min()) >= itemsize:
+            return
+    raise SelectValueError(
+        f"out has overlapping elements: with strides {strides} and {itemsize}-byte items, "
+        f"positions of shape {shape} share memory"
+        + ("" if size <= _OVERLAP_ENUMERATION_LIMIT else " (or cannot be shown not to)")
+        + ", so it cannot hold the result; pass an array with its own memory for each element"
+    )

@@ -1,8 +1,10 @@
-# Type stub of the compiled kernel (backends/_kernel/select_kernel.c).
+# Type stub of the compiled kernel (backends/numpy_backend/_kernel/select_kernel.c).
 from typing import Any
 
 HAVE_THREADS: int
 DEFAULT_PARALLEL_MIN: int
+
+Dims = tuple[int, ...] | None
 
 def select(
     cond: Any,
@@ -10,9 +12,9 @@ def select(
     else_: Any,
     out: Any,
     out_shape: tuple[int, ...],
-    cond_aligned: tuple[int, ...] | None,
-    then_aligned: tuple[int, ...] | None,
-    else_aligned: tuple[int, ...] | None,
+    cond_dims: Dims,
+    then_dims: Dims,
+    else_dims: Dims,
     /,
 ) -> Any: ...
 def fast_select(
@@ -32,17 +34,16 @@ def remember(
     auto_broadcast: Any,
     axis: Any,
     cond_broadcast: Any,
-    out_shape: Any,
-    cond_aligned: Any,
-    then_aligned: Any,
-    else_aligned: Any,
+    out: Any,
+    out_shape: tuple[Any, ...],
+    cond_dims: tuple[int, ...],
+    then_dims: tuple[int, ...],
+    else_dims: tuple[int, ...],
     out_dtype: Any,
-    check: Any,
+    scalar_range: tuple[Any, Any, bool] | None,
     /,
 ) -> bool: ...
-def configure(
-    backend: Any, backends: Any, force_var: Any, backend_key: Any, miss: Any, general: Any, /
-) -> None: ...
+def configure(miss: Any, general: Any, check_out: Any, /) -> None: ...
 def clear_cache() -> None: ...
 def fast_stats() -> dict[str, int]: ...
 def set_num_threads(n: int, /) -> None: ...
@@ -56,9 +57,9 @@ def explain(
     else_: Any,
     out: Any,
     out_shape: tuple[int, ...],
-    cond_aligned: tuple[int, ...] | None,
-    then_aligned: tuple[int, ...] | None,
-    else_aligned: tuple[int, ...] | None,
+    cond_dims: Dims,
+    then_dims: Dims,
+    else_dims: Dims,
     /,
 ) -> dict[str, Any]: ...
 def set_pool_limit(n: int, /) -> None: ...

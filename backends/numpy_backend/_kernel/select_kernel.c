@@ -1057,11 +1057,16 @@ sk_release_pool(PyObject *NPY_UNUSED(self), PyObject *NPY_UNUSED(args))
 /* Setting up a call                                                        */
 /* ------------------------------------------------------------------------ */
 
+/*
+ * Where an input's dimensions go, as the core's plan says (SelectPlan.dims):
+ * its leading `kept` dimensions line up with the output dimensions `map[]`
+ * (increasing); its remaining trailing dimensions are size 1 and dropped.
+ * kept < 0: right-aligned, every dimension kept (NumPy broadcasting).
+ */
 typedef struct {
-    int nd;
-    npy_intp dims[SK_MAXDIMS];
-    npy_intp strides[SK_MAXDIMS];
-} sk_layout;
+    int kept;
+    int map[SK_MAXDIMS];
+} sk_dims;
 
 static int
 sk_parse_shape(PyObject *tuple, const char *what, int *nd, npy_intp *dims)
@@ -1091,86 +1096,63 @@ sk_parse_shape(PyObject *tuple, const char *what, int *nd, npy_intp *dims)
     return 0;
 }
 
-/*
- * The layout of `arr` seen with the aligned shape (al_nd, al_dims), or with its
- * own shape when al_nd < 0. The aligned shape only inserts or drops size-1
- * dimensions, so it is a view: its non-1 dimensions match the array's non-1
- * dimensions in order, and keep their strides.
- */
+/* Parse a plan's dims tuple (or None: right-aligned) for input `name`. */
 static int
-sk_input_layout(PyArrayObject *arr, int al_nd, const npy_intp *al_dims, const char *name,
-                sk_layout *L)
+sk_parse_dims(PyObject *obj, const char *name, int out_nd, sk_dims *D)
 {
-    const int andim = PyArray_NDIM(arr);
-    const npy_intp *adims = PyArray_DIMS(arr);
-    const npy_intp *astrides = PyArray_STRIDES(arr);
-    if (al_nd < 0) {
-        L->nd = andim;
-        for (int i = 0; i < andim; i++) {
-            L->dims[i] = adims[i];
-            L->strides[i] = adims[i] == 1 ? 0 : astrides[i];
-        }
+    npy_intp map[SK_MAXDIMS];
+    if (obj == Py_None) {
+        D->kept = -1;
         return 0;
     }
-    L->nd = al_nd;
-    int j = 0;
-    for (int k = 0; k < al_nd; k++) {
-        L->dims[k] = al_dims[k];
-        if (al_dims[k] == 1) {
-            L->strides[k] = 0;
+    if (sk_parse_shape(obj, name, &D->kept, map) < 0) {
+        return -1;
+    }
+    for (int k = 0; k < D->kept; k++) {
+        if (map[k] >= out_nd || (k > 0 && map[k] <= map[k - 1])) {
+            PyErr_Format(PyExc_ValueError, "internal error: bad dims for %s", name);
+            return -1;
+        }
+        D->map[k] = (int)map[k];
+    }
+    return 0;
+}
+
+/*
+ * Strides per output dimension of an input (nd, dims, strides) placed as D
+ * says: 0 where it broadcasts. Only the placement's consistency is checked
+ * (the core validated the shapes); a mismatch is an internal error.
+ */
+static int
+sk_place(int nd, const npy_intp *dims, const npy_intp *strides, const sk_dims *D, int out_nd,
+         const npy_intp *out_dims, const char *name, npy_intp *placed)
+{
+    const int kept = D->kept < 0 ? nd : D->kept;
+    if (kept > nd || (D->kept < 0 && nd > out_nd)) {
+        goto mismatch;
+    }
+    for (int d = 0; d < out_nd; d++) {
+        placed[d] = 0;
+    }
+    for (int k = 0; k < kept; k++) {
+        const int d = D->kept < 0 ? out_nd - nd + k : D->map[k];
+        if (dims[k] == 1) {
             continue;
         }
-        while (j < andim && adims[j] == 1) {
-            j++;
-        }
-        if (j >= andim || adims[j] != al_dims[k]) {
+        if (dims[k] != out_dims[d]) {
             goto mismatch;
         }
-        L->strides[k] = astrides[j];
-        j++;
+        placed[d] = strides[k];
     }
-    while (j < andim) {
-        if (adims[j] != 1) {
+    for (int k = kept; k < nd; k++) {
+        if (dims[k] != 1) {
             goto mismatch;
         }
-        j++;
     }
     return 0;
 mismatch:
     PyErr_Format(PyExc_ValueError,
-                 "internal error: %s cannot be viewed with its aligned shape", name);
-    return -1;
-}
-
-/* Broadcast a layout onto the output shape: strides per output dim (0 = broadcast). */
-static int
-sk_broadcast(const sk_layout *L, int nd, const npy_intp *dims, const char *name,
-             npy_intp *strides)
-{
-    if (L->nd > nd) {
-        goto fail;
-    }
-    const int off = nd - L->nd;
-    for (int d = 0; d < nd; d++) {
-        if (d < off) {
-            strides[d] = 0;
-            continue;
-        }
-        const npy_intp ld = L->dims[d - off];
-        if (ld == dims[d]) {
-            strides[d] = dims[d] == 1 ? 0 : L->strides[d - off];
-        }
-        else if (ld == 1) {
-            strides[d] = 0;
-        }
-        else {
-            goto fail;
-        }
-    }
-    return 0;
-fail:
-    PyErr_Format(PyExc_ValueError,
-                 "internal error: %s does not broadcast onto the output shape", name);
+                 "internal error: %s does not fit the output shape as the plan places it", name);
     return -1;
 }
 
@@ -1479,11 +1461,9 @@ sk_describe(const sk_job *J, int temporary)
 }
 
 static PyObject *
-sk_core(PyArray_Descr *descr, npy_intp csz, const sk_layout in[3], char *in_data[3],
+sk_core(PyArray_Descr *descr, npy_intp csz, npy_intp strides[4][SK_MAXDIMS], char *in_data[3],
         PyArrayObject *out_arr, int nd, const npy_intp *out_dims, int explain)
 {
-    static const char *names[3] = {"cond", "then", "else"};
-    npy_intp strides[4][SK_MAXDIMS];
     char *data[4];
     const npy_intp isz = descr->elsize;
     npy_intp total = 1;
@@ -1496,9 +1476,6 @@ sk_core(PyArray_Descr *descr, npy_intp csz, const sk_layout in[3], char *in_data
         total *= out_dims[d];
     }
     for (int k = 0; k < 3; k++) {
-        if (sk_broadcast(&in[k], nd, out_dims, names[k], strides[k]) < 0) {
-            return NULL;
-        }
         data[k] = in_data[k];
     }
 
@@ -1598,18 +1575,19 @@ bad_out_shape:
 }
 
 /*
- * select(cond, then, else_, out, out_shape, cond_aligned, then_aligned, else_aligned)
+ * select(cond, then, else_, out, out_shape, cond_dims, then_dims, else_dims)
  *
- * The core has validated everything; this checks again only what would make
- * the loops unsafe.
+ * The core has validated everything and made the plan (out_shape and, per
+ * input, SelectPlan.dims or None for right-aligned); this checks again only
+ * what would make the loops unsafe.
  */
 static PyObject *
 sk_select_impl(PyObject *const *args, Py_ssize_t nargs, int explain)
 {
     static const char *names[3] = {"cond", "then", "else"};
-    sk_layout in[3];
+    npy_intp strides[4][SK_MAXDIMS];
     char *data[3];
-    npy_intp out_dims[SK_MAXDIMS], al_dims[SK_MAXDIMS];
+    npy_intp out_dims[SK_MAXDIMS];
     int nd;
 
     if (nargs != 8) {
@@ -1636,16 +1614,16 @@ sk_select_impl(PyObject *const *args, Py_ssize_t nargs, int explain)
         return NULL;
     }
     for (int k = 0; k < 3; k++) {
-        int al_nd = -1;
-        if (args[5 + k] != Py_None && sk_parse_shape(args[5 + k], names[k], &al_nd, al_dims) < 0) {
+        sk_dims D;
+        PyArrayObject *arr = (PyArrayObject *)args[k];
+        if (sk_parse_dims(args[5 + k], names[k], nd, &D) < 0 ||
+            sk_place(PyArray_NDIM(arr), PyArray_DIMS(arr), PyArray_STRIDES(arr), &D, nd,
+                     out_dims, names[k], strides[k]) < 0) {
             return NULL;
         }
-        if (sk_input_layout((PyArrayObject *)args[k], al_nd, al_dims, names[k], &in[k]) < 0) {
-            return NULL;
-        }
-        data[k] = PyArray_BYTES((PyArrayObject *)args[k]);
+        data[k] = PyArray_BYTES(arr);
     }
-    return sk_core(descr, PyArray_ITEMSIZE((PyArrayObject *)args[0]), in, data,
+    return sk_core(descr, PyArray_ITEMSIZE((PyArrayObject *)args[0]), strides, data,
                    args[3] == Py_None ? NULL : (PyArrayObject *)args[3], nd, out_dims, explain);
 }
 
@@ -1668,23 +1646,26 @@ sk_explain(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
 
 /*
  * fast_select(cond, then, else_, auto_broadcast, axis, cond_broadcast, out) is
- * registered with arrayselect._select.register_fast_path for np.ndarray. It
- * looks the call up in a cache of plans keyed on (which of then/else are Python
- * scalars, shapes, dtypes or scalar types, auto_broadcast, axis,
- * cond_broadcast). Plans are stored only by `remember`, which the Python miss
- * handler calls after the general path (full validation) has succeeded; so on
- * a hit only what depends on values is checked here (a Python scalar's range,
- * `out`), and anything that fails goes back to the general path, which raises
- * the error. Calls this path does not know (subclasses, NumPy scalars, options
- * of other types, force_portable, a replaced NumPy backend) return
- * NotImplemented. The cache is a direct-mapped table used with the GIL held.
+ * the NumPy backend's fast path (arrayselect.plugin.FastPath), the C edition of
+ * the core's SignatureCache: it looks the call's signature up in a cache of
+ * what the core's validation decided (arrayselect.plugin.Decision), keyed on
+ * (which of then/else is a Python scalar, shapes, dtypes or scalar types,
+ * auto_broadcast, axis, cond_broadcast, out's shape and dtype). Entries are
+ * stored only by `remember`, which the Python miss handler calls after the
+ * core's validation has passed. On a hit only what depends on values is
+ * checked again, with what the core handed over: a Python scalar against the
+ * range the core derived (ScalarRange.admits: low <= value <= high, each part
+ * of a complex), and `out`'s memory through the core's check_out_layout. Any
+ * doubt goes to the general path, which raises the error. Calls this path does
+ * not know (subclasses, NumPy scalars, options of other types, two Python
+ * scalars) return NotImplemented. The cache is a direct-mapped table used with
+ * the GIL held.
  */
 
 #define SK_CACHE_SLOTS 1024
 #define SK_CACHE_MAXDIM 16
 
-enum { SK_ARRAYS = 0, SK_THEN_SCALAR = 1, SK_ELSE_SCALAR = 2, SK_BOTH_SCALARS = 3 };
-enum { SK_CHECK_NONE = 0, SK_CHECK_INT = 1, SK_CHECK_FLOAT = 2 };
+enum { SK_ARRAYS = 0, SK_THEN_SCALAR = 1, SK_ELSE_SCALAR = 2 };
 
 typedef struct {
     int nd;
@@ -1694,27 +1675,32 @@ typedef struct {
 typedef struct {
     /* key */
     int combo;
+    int has_out;
     Py_hash_t hash;
-    PyObject *ab, *cb;          /* exact str */
+    PyObject *ab, *cb;            /* exact str */
     Py_ssize_t axis;
     PyObject *ckey, *tkey, *ekey; /* dtypes, or Python scalar types (borrowed in a probe) */
-    sk_shape shape[3];          /* cond, then, else (0-d for a scalar) */
+    PyObject *okey;               /* out's dtype, or NULL */
+    sk_shape shape[4];            /* cond, then, else (0-d for a scalar), out */
 } sk_key;
+
+/* A ScalarRange of the core: the values a scalar operand certainly may take. */
+typedef struct {
+    PyObject *low, *high; /* owned; exact ints or floats */
+    int as_float;         /* convert a Python int through a Python float */
+} sk_range;
 
 typedef struct {
     int used;
-    sk_key key;                 /* owns references to ab, cb, ckey, tkey, ekey */
+    sk_key key;           /* owns references to ab, cb, ckey, tkey, ekey, okey */
     sk_shape out;
-    int has_al[3];
-    sk_shape al[3];
-    PyArray_Descr *odt;         /* output dtype (owned) */
-    int check;
-    PyObject *lo, *hi, *limit;  /* owned, or NULL */
+    sk_dims dims[3];
+    PyArray_Descr *odt;   /* output dtype (owned) */
+    sk_range range;       /* of the scalar operand, if any */
 } sk_entry;
 
 static sk_entry sk_cache[SK_CACHE_SLOTS];
-static PyObject *sk_backend = NULL, *sk_backends = NULL, *sk_force_var = NULL;
-static PyObject *sk_backend_key = NULL, *sk_miss = NULL, *sk_general = NULL;
+static PyObject *sk_miss = NULL, *sk_general = NULL, *sk_check_out = NULL;
 static unsigned long long sk_fast_hits = 0, sk_fast_misses = 0;
 
 static inline Py_hash_t
@@ -1731,34 +1717,46 @@ sk_scalar_type(PyObject *x)
            t == &PyComplex_Type;
 }
 
+/* Add an exact ndarray's shape to a key; 0 if it has too many dimensions. */
+static int
+sk_key_shape(PyArrayObject *x, sk_shape *S, Py_hash_t *h)
+{
+    const int nd = PyArray_NDIM(x);
+    if (nd > SK_CACHE_MAXDIM) {
+        return 0;
+    }
+    S->nd = nd;
+    for (int d = 0; d < nd; d++) {
+        S->dims[d] = PyArray_DIMS(x)[d];
+        *h = sk_mix(*h, (Py_hash_t)S->dims[d]);
+    }
+    return 1;
+}
+
 /*
  * Fill a probe key from the call's objects (borrowed references). Returns 1 on
  * success, 0 when the call is not for this path, -1 on error.
  */
 static int
 sk_make_key(PyObject *cond, PyObject *then, PyObject *else_, PyObject *ab, PyObject *axis,
-            PyObject *cb, sk_key *K)
+            PyObject *cb, PyObject *out, sk_key *K)
 {
     if (!PyArray_CheckExact(cond) || !PyUnicode_CheckExact(ab) || !PyUnicode_CheckExact(cb) ||
-        !PyLong_CheckExact(axis)) {
+        !PyLong_CheckExact(axis) || (out != Py_None && !PyArray_CheckExact(out))) {
         return 0;
     }
     const int t_arr = PyArray_CheckExact(then), e_arr = PyArray_CheckExact(else_);
-    const int t_sc = !t_arr && sk_scalar_type(then), e_sc = !e_arr && sk_scalar_type(else_);
     if (t_arr && e_arr) {
         K->combo = SK_ARRAYS;
     }
-    else if (t_sc && e_arr) {
+    else if (e_arr && sk_scalar_type(then)) {
         K->combo = SK_THEN_SCALAR;
     }
-    else if (t_arr && e_sc) {
+    else if (t_arr && sk_scalar_type(else_)) {
         K->combo = SK_ELSE_SCALAR;
     }
-    else if (t_sc && e_sc && Py_TYPE(then) == Py_TYPE(else_)) {
-        K->combo = SK_BOTH_SCALARS;
-    }
     else {
-        return 0;
+        return 0; /* two Python scalars (default dtypes) and anything else: general path */
     }
     int overflow = 0;
     K->axis = (Py_ssize_t)PyLong_AsLongLongAndOverflow(axis, &overflow);
@@ -1766,22 +1764,23 @@ sk_make_key(PyObject *cond, PyObject *then, PyObject *else_, PyObject *ab, PyObj
         PyErr_Clear();
         return 0;
     }
-    PyObject *ops[3] = {cond, then, else_};
-    Py_hash_t h = (Py_hash_t)K->combo * 31 + (Py_hash_t)K->axis;
+    K->has_out = out != Py_None;
+    PyObject *ops[4] = {cond, then, else_, out};
+    PyObject **keys[4] = {&K->ckey, &K->tkey, &K->ekey, &K->okey};
+    Py_hash_t h = (Py_hash_t)K->combo * 31 + (Py_hash_t)K->axis * 7 + K->has_out;
     Py_hash_t hs;
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 4; k++) {
         PyObject *x = ops[k];
         PyObject *keyobj;
         sk_shape *S = &K->shape[k];
+        if (k == 3 && !K->has_out) {
+            S->nd = 0;
+            K->okey = NULL;
+            continue;
+        }
         if (PyArray_CheckExact(x)) {
-            const int nd = PyArray_NDIM((PyArrayObject *)x);
-            if (nd > SK_CACHE_MAXDIM) {
+            if (!sk_key_shape((PyArrayObject *)x, S, &h)) {
                 return 0;
-            }
-            S->nd = nd;
-            for (int d = 0; d < nd; d++) {
-                S->dims[d] = PyArray_DIMS((PyArrayObject *)x)[d];
-                h = sk_mix(h, (Py_hash_t)S->dims[d]);
             }
             keyobj = (PyObject *)PyArray_DESCR((PyArrayObject *)x);
         }
@@ -1790,20 +1789,11 @@ sk_make_key(PyObject *cond, PyObject *then, PyObject *else_, PyObject *ab, PyObj
             keyobj = (PyObject *)Py_TYPE(x);
         }
         h = sk_mix(h, (Py_hash_t)(S->nd + 101 * k));
-        hs = PyObject_Hash(keyobj);
-        if (hs == -1) {
+        if ((hs = PyObject_Hash(keyobj)) == -1) {
             return -1;
         }
         h = sk_mix(h, hs);
-        if (k == 0) {
-            K->ckey = keyobj;
-        }
-        else if (k == 1) {
-            K->tkey = keyobj;
-        }
-        else {
-            K->ekey = keyobj;
-        }
+        *keys[k] = keyobj;
     }
     if ((hs = PyObject_Hash(ab)) == -1) {
         return -1;
@@ -1826,7 +1816,7 @@ sk_same(PyObject *x, PyObject *y)
     if (x == y) {
         return 1;
     }
-    if (PyType_Check(x) || PyType_Check(y)) {
+    if (x == NULL || y == NULL || PyType_Check(x) || PyType_Check(y)) {
         return 0; /* Python scalar types compare by identity only */
     }
     return PyObject_RichCompareBool(x, y, Py_EQ);
@@ -1836,10 +1826,11 @@ sk_same(PyObject *x, PyObject *y)
 static int
 sk_key_equal(const sk_key *A, const sk_key *B)
 {
-    if (A->hash != B->hash || A->combo != B->combo || A->axis != B->axis) {
+    if (A->hash != B->hash || A->combo != B->combo || A->axis != B->axis ||
+        A->has_out != B->has_out) {
         return 0;
     }
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 4; k++) {
         if (A->shape[k].nd != B->shape[k].nd) {
             return 0;
         }
@@ -1849,9 +1840,9 @@ sk_key_equal(const sk_key *A, const sk_key *B)
             }
         }
     }
-    PyObject *as[5] = {A->ckey, A->tkey, A->ekey, A->ab, A->cb};
-    PyObject *bs[5] = {B->ckey, B->tkey, B->ekey, B->ab, B->cb};
-    for (int i = 0; i < 5; i++) {
+    PyObject *as[6] = {A->ckey, A->tkey, A->ekey, A->okey, A->ab, A->cb};
+    PyObject *bs[6] = {B->ckey, B->tkey, B->ekey, B->okey, B->ab, B->cb};
+    for (int i = 0; i < 6; i++) {
         int r = sk_same(as[i], bs[i]);
         if (r != 1) {
             return r;
@@ -1872,57 +1863,41 @@ sk_entry_clear(sk_entry *E)
     Py_CLEAR(E->key.ckey);
     Py_CLEAR(E->key.tkey);
     Py_CLEAR(E->key.ekey);
+    Py_CLEAR(E->key.okey);
     Py_CLEAR(E->odt);
-    Py_CLEAR(E->lo);
-    Py_CLEAR(E->hi);
-    Py_CLEAR(E->limit);
+    Py_CLEAR(E->range.low);
+    Py_CLEAR(E->range.high);
 }
 
-/* Whether a Python scalar passes the entry's range check (as the core would). */
+/*
+ * ScalarRange.admits of the core, on the range it derived: low <= v <= high
+ * (each part of a complex). 0 sends the call to the general path, which
+ * applies the full rule (inf and nan fit floating dtypes, for example).
+ */
 static int
-sk_scalar_fits(const sk_entry *E, PyObject *v)
+sk_admits(const sk_range *R, PyObject *v)
 {
-    if (E->check == SK_CHECK_NONE) {
-        return 1;
+    if (PyComplex_CheckExact(v) && PyFloat_CheckExact(R->low) && PyFloat_CheckExact(R->high)) {
+        const double lo = PyFloat_AS_DOUBLE(R->low), hi = PyFloat_AS_DOUBLE(R->high);
+        const Py_complex z = PyComplex_AsCComplex(v);
+        return lo <= z.real && z.real <= hi && lo <= z.imag && z.imag <= hi;
     }
-    if (E->check == SK_CHECK_INT) {
-        /* The core: low <= value <= high (exact integer comparison). */
-        int r = PyObject_RichCompareBool(E->lo, v, Py_LE);
-        if (r == 1) {
-            r = PyObject_RichCompareBool(v, E->hi, Py_LE);
-        }
-        if (r < 0) {
-            PyErr_Clear();
-            return 0;
-        }
-        return r;
-    }
-    /* The core: each part that is an int or a finite float must not exceed the limit. */
-    const double limit = PyFloat_AS_DOUBLE(E->limit);
-    if (PyFloat_CheckExact(v)) {
+    if (PyFloat_CheckExact(v) && PyFloat_CheckExact(R->low) && PyFloat_CheckExact(R->high)) {
         const double x = PyFloat_AS_DOUBLE(v);
-        return !(isfinite(x) && fabs(x) > limit);
+        return PyFloat_AS_DOUBLE(R->low) <= x && x <= PyFloat_AS_DOUBLE(R->high);
     }
     if (PyComplex_CheckExact(v)) {
-        const Py_complex z = PyComplex_AsCComplex(v);
-        return !(isfinite(z.real) && fabs(z.real) > limit) &&
-               !(isfinite(z.imag) && fabs(z.imag) > limit);
+        return 0;
     }
-    if (PyLong_CheckExact(v)) {
-        PyObject *mag = PyNumber_Absolute(v);
-        if (mag == NULL) {
-            PyErr_Clear();
-            return 0;
-        }
-        int r = PyObject_RichCompareBool(mag, E->limit, Py_GT); /* exact int/float compare */
-        Py_DECREF(mag);
-        if (r < 0) {
-            PyErr_Clear();
-            return 0;
-        }
-        return !r;
+    int r = PyObject_RichCompareBool(R->low, v, Py_LE); /* exact int/float comparison */
+    if (r == 1) {
+        r = PyObject_RichCompareBool(v, R->high, Py_LE);
     }
-    return 1; /* bool: only ever cached for bool dtypes (no check) */
+    if (r < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    return r;
 }
 
 static int
@@ -1942,72 +1917,69 @@ sk_shape_from_tuple(PyObject *t, sk_shape *S)
 }
 
 /*
- * remember(cond, then, else_, auto_broadcast, axis, cond_broadcast,
- *          out_shape, cond_aligned, then_aligned, else_aligned, out_dtype, check)
+ * remember(cond, then, else_, auto_broadcast, axis, cond_broadcast, out,
+ *          out_shape, cond_dims, then_dims, else_dims, out_dtype, scalar_range)
  *
- * Store the plan of a call the general path has just validated. `check` is
- * None, ("int", low, high) or ("float", largest).
+ * Store what the core decided for a call it has just validated: the plan
+ * (out_shape, each input's dims), the output dtype and, when then or else is a
+ * Python scalar, its range as (low, high, as_float). Returns whether it was
+ * stored.
  */
 static PyObject *
 sk_remember(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
 {
+    static const char *names[3] = {"cond", "then", "else"};
     sk_key K;
     sk_entry E;
-    if (nargs != 12) {
-        PyErr_SetString(PyExc_TypeError, "remember() takes exactly 12 arguments");
+    if (nargs != 13) {
+        PyErr_SetString(PyExc_TypeError, "remember() takes exactly 13 arguments");
         return NULL;
     }
-    int r = sk_make_key(args[0], args[1], args[2], args[3], args[4], args[5], &K);
+    int r = sk_make_key(args[0], args[1], args[2], args[3], args[4], args[5], args[6], &K);
     if (r <= 0) {
         if (r == 0) {
             Py_RETURN_FALSE;
         }
         return NULL;
     }
-    if (!PyArray_DescrCheck(args[10])) {
+    if (!PyArray_DescrCheck(args[11])) {
         PyErr_SetString(PyExc_TypeError, "out_dtype must be a numpy.dtype");
         return NULL;
     }
     memset(&E, 0, sizeof(E));
     E.key = K;
-    if ((r = sk_shape_from_tuple(args[6], &E.out)) <= 0) {
+    if ((r = sk_shape_from_tuple(args[7], &E.out)) <= 0) {
         if (r == 0) {
             Py_RETURN_FALSE;
         }
         return NULL;
     }
     for (int k = 0; k < 3; k++) {
-        E.has_al[k] = args[7 + k] != Py_None;
-        if (E.has_al[k] && (r = sk_shape_from_tuple(args[7 + k], &E.al[k])) <= 0) {
-            if (r == 0) {
-                Py_RETURN_FALSE;
+        if (args[8 + k] == Py_None ||
+            sk_parse_dims(args[8 + k], names[k], E.out.nd, &E.dims[k]) < 0) {
+            if (!PyErr_Occurred()) {
+                PyErr_SetString(PyExc_TypeError, "remember(): dims must be tuples");
             }
             return NULL;
         }
     }
-    PyObject *check = args[11];
-    E.check = SK_CHECK_NONE;
-    if (check != Py_None) {
-        const char *kind;
-        if (!PyTuple_Check(check) || PyTuple_GET_SIZE(check) < 2 ||
-            (kind = PyUnicode_AsUTF8(PyTuple_GET_ITEM(check, 0))) == NULL) {
-            PyErr_Clear();
-            PyErr_SetString(PyExc_TypeError, "check must be None or a tuple");
+    PyObject *range = args[12];
+    if ((K.combo == SK_ARRAYS) != (range == Py_None)) {
+        PyErr_SetString(PyExc_TypeError, "remember(): a scalar operand needs its range");
+        return NULL;
+    }
+    if (range != Py_None) {
+        if (!PyTuple_Check(range) || PyTuple_GET_SIZE(range) != 3) {
+            PyErr_SetString(PyExc_TypeError, "remember(): range must be (low, high, as_float)");
             return NULL;
         }
-        if (strcmp(kind, "int") == 0 && PyTuple_GET_SIZE(check) == 3) {
-            E.check = SK_CHECK_INT;
-            E.lo = PyTuple_GET_ITEM(check, 1);
-            E.hi = PyTuple_GET_ITEM(check, 2);
-        }
-        else if (strcmp(kind, "float") == 0 && PyFloat_CheckExact(PyTuple_GET_ITEM(check, 1))) {
-            E.check = SK_CHECK_FLOAT;
-            E.limit = PyTuple_GET_ITEM(check, 1);
-        }
-        else {
-            PyErr_SetString(PyExc_ValueError, "unknown check");
+        int as_float = PyObject_IsTrue(PyTuple_GET_ITEM(range, 2));
+        if (as_float < 0) {
             return NULL;
         }
+        E.range.low = PyTuple_GET_ITEM(range, 0);
+        E.range.high = PyTuple_GET_ITEM(range, 1);
+        E.range.as_float = as_float;
     }
     /* Own every reference the entry keeps. */
     Py_INCREF(K.ab);
@@ -2015,10 +1987,10 @@ sk_remember(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
     Py_INCREF(K.ckey);
     Py_INCREF(K.tkey);
     Py_INCREF(K.ekey);
-    Py_XINCREF(E.lo);
-    Py_XINCREF(E.hi);
-    Py_XINCREF(E.limit);
-    E.odt = (PyArray_Descr *)args[10];
+    Py_XINCREF(K.okey);
+    Py_XINCREF(E.range.low);
+    Py_XINCREF(E.range.high);
+    E.odt = (PyArray_Descr *)args[11];
     Py_INCREF(E.odt);
     E.used = 1;
     sk_entry *slot = &sk_cache[(size_t)K.hash % SK_CACHE_SLOTS];
@@ -2028,7 +2000,7 @@ sk_remember(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_TRUE;
 }
 
-/* Forget every plan (tests; a registry change does not need it). */
+/* Forget every entry (tests, and a kernel whose decisions must be re-made). */
 static PyObject *
 sk_clear_cache(PyObject *NPY_UNUSED(self), PyObject *NPY_UNUSED(args))
 {
@@ -2041,29 +2013,27 @@ sk_clear_cache(PyObject *NPY_UNUSED(self), PyObject *NPY_UNUSED(args))
 }
 
 /*
- * configure(backend, backends, force_var, backend_key, miss, general)
+ * configure(miss, general, check_out)
  *
- * backend: the NumPy backend object; backends: the registry's dict of created
- * backends, whose entry backend_key must be `backend` for this path to act;
- * force_var: the force_portable context variable; miss and general: Python
- * callables taking the 7 arguments of fast_select (miss validates, runs and
- * remembers; general runs the general path).
+ * miss and general take the 7 arguments of fast_select (miss validates, runs
+ * and remembers; general runs the general path); check_out(out) is the core's
+ * check of out's memory (raises when out is read-only or overlaps itself).
  */
 static PyObject *
 sk_configure(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "configure() takes exactly 6 arguments");
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "configure() takes exactly 3 arguments");
         return NULL;
     }
-    if (!PyDict_Check(args[1]) || !PyContextVar_CheckExact(args[2]) ||
-        !PyCallable_Check(args[4]) || !PyCallable_Check(args[5])) {
-        PyErr_SetString(PyExc_TypeError, "configure(): bad argument types");
-        return NULL;
+    PyObject **slots[3] = {&sk_miss, &sk_general, &sk_check_out};
+    for (int i = 0; i < 3; i++) {
+        if (!PyCallable_Check(args[i])) {
+            PyErr_SetString(PyExc_TypeError, "configure(): arguments must be callables");
+            return NULL;
+        }
     }
-    PyObject **slots[6] = {&sk_backend, &sk_backends, &sk_force_var, &sk_backend_key, &sk_miss,
-                           &sk_general};
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < 3; i++) {
         Py_INCREF(args[i]);
         Py_XSETREF(*slots[i], args[i]);
     }
@@ -2088,9 +2058,9 @@ sk_fast_select(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t nar
 {
     static const char *names[3] = {"cond", "then", "else"};
     sk_key K;
-    sk_layout in[3];
+    npy_intp strides[4][SK_MAXDIMS];
     char *data[3];
-    sk_scalar_buf bufs[2];
+    sk_scalar_buf buf;
 
     if (nargs != 7) {
         PyErr_SetString(PyExc_TypeError, "fast_select() takes exactly 7 arguments");
@@ -2100,34 +2070,13 @@ sk_fast_select(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t nar
         Py_RETURN_NOTIMPLEMENTED;
     }
     PyObject *cond = args[0], *then = args[1], *else_ = args[2], *out = args[6];
-    int r = sk_make_key(cond, then, else_, args[3], args[4], args[5], &K);
+    int r = sk_make_key(cond, then, else_, args[3], args[4], args[5], out, &K);
     if (r <= 0) {
         if (r == 0) {
             Py_RETURN_NOTIMPLEMENTED;
         }
         return NULL;
     }
-    /* Still in charge? (force_portable off, NumPy backend not replaced) */
-    PyObject *forced = NULL;
-    if (PyContextVar_Get(sk_force_var, Py_False, &forced) < 0) {
-        return NULL;
-    }
-    r = PyObject_IsTrue(forced);
-    Py_DECREF(forced);
-    if (r != 0) {
-        if (r < 0) {
-            return NULL;
-        }
-        Py_RETURN_NOTIMPLEMENTED;
-    }
-    PyObject *active = PyDict_GetItemWithError(sk_backends, sk_backend_key);
-    if (active != sk_backend) {
-        if (active == NULL && PyErr_Occurred()) {
-            return NULL;
-        }
-        Py_RETURN_NOTIMPLEMENTED;
-    }
-
     sk_entry *E = &sk_cache[(size_t)K.hash % SK_CACHE_SLOTS];
     r = E->used ? sk_key_equal(&E->key, &K) : 0;
     if (r <= 0) {
@@ -2138,82 +2087,71 @@ sk_fast_select(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t nar
         return sk_call7(sk_miss, args);
     }
 
-    /* A hit: re-check what depends on values. */
-    PyArray_Descr *descr = E->odt;
-    const int then_scalar = K.combo == SK_THEN_SCALAR || K.combo == SK_BOTH_SCALARS;
-    const int else_scalar = K.combo == SK_ELSE_SCALAR || K.combo == SK_BOTH_SCALARS;
-    if ((then_scalar && !sk_scalar_fits(E, then)) || (else_scalar && !sk_scalar_fits(E, else_))) {
+    /* A hit: re-check what depends on values, with what the core handed over. */
+    PyObject *scalar = K.combo == SK_THEN_SCALAR ? then : K.combo == SK_ELSE_SCALAR ? else_ : NULL;
+    if (scalar != NULL && !sk_admits(&E->range, scalar)) {
         return sk_call7(sk_general, args);
     }
     if (out != Py_None) {
-        int ok = PyArray_CheckExact(out) && PyArray_NDIM((PyArrayObject *)out) == E->out.nd &&
-                 PyArray_ISWRITEABLE((PyArrayObject *)out);
-        for (int d = 0; ok && d < E->out.nd; d++) {
-            ok = PyArray_DIMS((PyArrayObject *)out)[d] == E->out.dims[d];
+        PyObject *ok = PyObject_CallOneArg(sk_check_out, out);
+        if (ok == NULL) {
+            PyErr_Clear(); /* the general path raises it again, in its order */
+            return sk_call7(sk_general, args);
         }
-        if (ok) {
-            ok = sk_same((PyObject *)PyArray_DESCR((PyArrayObject *)out), (PyObject *)descr);
-            if (ok < 0) {
-                return NULL;
-            }
-        }
-        if (!ok) {
+        Py_DECREF(ok);
+        /* the check ran Python code: the slot may have been replaced meanwhile */
+        if (!E->used || sk_key_equal(&E->key, &K) != 1) {
+            PyErr_Clear();
             return sk_call7(sk_general, args);
         }
     }
     sk_fast_hits++;
 
     /* Keep what the entry lends alive: packing a scalar may run Python code. */
+    PyArray_Descr *descr = E->odt;
     Py_INCREF(descr);
     const sk_shape out_shape = E->out;
-    const int float_check = E->check == SK_CHECK_FLOAT;
-    int al_nd[3];
-    npy_intp al_dims[3][SK_CACHE_MAXDIM];
-    for (int k = 0; k < 3; k++) {
-        al_nd[k] = E->has_al[k] ? E->al[k].nd : -1;
-        if (al_nd[k] > 0) {
-            memcpy(al_dims[k], E->al[k].dims, sizeof(npy_intp) * (size_t)al_nd[k]);
-        }
-    }
+    const sk_dims dims[3] = {E->dims[0], E->dims[1], E->dims[2]};
+    const int as_float = E->range.as_float;
     PyObject *ops[3] = {cond, then, else_};
     PyObject *result = NULL;
     for (int k = 0; k < 3; k++) {
         if (PyArray_CheckExact(ops[k])) {
-            if (sk_input_layout((PyArrayObject *)ops[k], al_nd[k], al_dims[k], names[k],
-                                &in[k]) < 0) {
+            PyArrayObject *arr = (PyArrayObject *)ops[k];
+            if (sk_place(PyArray_NDIM(arr), PyArray_DIMS(arr), PyArray_STRIDES(arr), &dims[k],
+                         out_shape.nd, out_shape.dims, names[k], strides[k]) < 0) {
                 goto done;
             }
-            data[k] = PyArray_BYTES((PyArrayObject *)ops[k]);
+            data[k] = PyArray_BYTES(arr);
+            continue;
         }
-        else {
-            if (descr->elsize > (npy_intp)sizeof(sk_scalar_buf)) {
-                result = sk_call7(sk_general, args);
-                goto done;
-            }
-            char *buf = bufs[k - 1].bytes;
-            memset(buf, 0, sizeof(sk_scalar_buf));
-            /* As the core does: an int taking a floating dtype goes through a Python
-             * float (ml_dtypes cannot pack ints beyond int64). */
-            PyObject *value = ops[k];
-            const int via_float = float_check && PyLong_CheckExact(value);
-            if (via_float && (value = PyNumber_Float(value)) == NULL) {
-                goto done;
-            }
-            const int packed = PyArray_Pack(descr, buf, value);
-            if (via_float) {
-                Py_DECREF(value);
-            }
-            if (packed < 0) {
-                goto done;
-            }
-            in[k].nd = 0;
-            data[k] = buf;
+        if (descr->elsize > (npy_intp)sizeof(sk_scalar_buf)) {
+            result = sk_call7(sk_general, args);
+            goto done;
         }
+        memset(buf.bytes, 0, sizeof(sk_scalar_buf));
+        /* ScalarRange.prepare: an int taking a floating dtype goes through a float. */
+        PyObject *value = ops[k];
+        const int via_float = as_float && PyLong_CheckExact(value);
+        if (via_float && (value = PyNumber_Float(value)) == NULL) {
+            goto done;
+        }
+        const int packed = PyArray_Pack(descr, buf.bytes, value);
+        if (via_float) {
+            Py_DECREF(value);
+        }
+        if (packed < 0) {
+            goto done;
+        }
+        for (int d = 0; d < out_shape.nd; d++) {
+            strides[k][d] = 0;
+        }
+        data[k] = buf.bytes;
     }
     if (sk_check_dtypes(descr, PyArray_DESCR((PyArrayObject *)cond)) < 0) {
         goto done;
     }
-    result = sk_core(descr, PyArray_ITEMSIZE((PyArrayObject *)cond), in, data,
+    result = sk_core(descr, PyArray_ITEMSIZE((PyArrayObject *)cond), strides, data,
                      out == Py_None ? NULL : (PyArrayObject *)out, out_shape.nd, out_shape.dims,
                      0);
 done:
@@ -2311,12 +2249,13 @@ sk_stats(PyObject *NPY_UNUSED(self), PyObject *NPY_UNUSED(args))
 
 static PyMethodDef sk_methods[] = {
     {"select", (PyCFunction)(void (*)(void))sk_select, METH_FASTCALL,
-     "select(cond, then, else_, out, out_shape, cond_aligned, then_aligned, else_aligned)\n"
+     "select(cond, then, else_, out, out_shape, cond_dims, then_dims, else_dims)\n"
      "--\n\n"
-     "out = cond ? then : else on raw bits. Inputs are ndarrays; each *_aligned is None\n"
-     "or the shape to view that input with (size-1 dims inserted); the three broadcast\n"
-     "by NumPy rules onto out_shape. out is None (a new array in the inputs' memory\n"
-     "order) or an array of out_shape and then's item size. Returns the output."},
+     "out = cond ? then : else on raw bits. Inputs are ndarrays; each *_dims is None\n"
+     "(right-aligned) or the plan's SelectPlan.dims for that input: the output dims\n"
+     "its leading dims go to (the rest are size 1 and dropped). out is None (a new\n"
+     "array in the inputs' memory order) or an array of out_shape and then's item\n"
+     "size. Returns the output."},
     {"explain", (PyCFunction)(void (*)(void))sk_explain, METH_FASTCALL,
      "explain(<the arguments of select>): the coalesced iteration shape, strides\n"
      "(cond, then, else, out), inner loop, thread count and whether a temporary\n"
@@ -2339,9 +2278,9 @@ static PyMethodDef sk_methods[] = {
      "--\n\n"
      "The lean path for np.ndarray conds: a cached plan, or NotImplemented."},
     {"remember", (PyCFunction)(void (*)(void))sk_remember, METH_FASTCALL,
-     "Store the plan of a call the general path validated."},
+     "Store what the core decided for a call it validated."},
     {"configure", (PyCFunction)(void (*)(void))sk_configure, METH_FASTCALL,
-     "configure(backend, backends, force_var, backend_key, miss, general)"},
+     "configure(miss, general, check_out)"},
     {"clear_cache", sk_clear_cache, METH_NOARGS, "Forget every cached plan."},
     {"fast_stats", sk_fast_stats, METH_NOARGS, "Counters of the fast path: hits, misses."},
     {"stats", sk_stats, METH_NOARGS,

@@ -1,7 +1,7 @@
 """Pure-Python planning for the CuPy backend: kernel specs, CUDA sources, launch shapes.
 
 Nothing here imports CuPy or needs a GPU, so all of it is unit-tested on the CPU.
-:mod:`arrayselect.backends.cupy_backend` turns these plans into launches.
+:mod:`arrayselect.backends.cupy_backend.backend` turns these plans into launches.
 
 The kernels work on raw bits. Every value dtype is viewed as the unsigned integer
 of its item size (``float32`` and ``int32`` both as ``uint32``, ``bfloat16`` and
@@ -121,11 +121,6 @@ class ElementwiseSpec:
     in_params: str
     out_params: str
     operation: str
-
-    @property
-    def key(self) -> tuple[str, str]:
-        """Cache key: the raw (cond, value) dtype names."""
-        return (self.cond_dtype, self.value_dtype)
 
 
 def elementwise_spec(cond_dtype: Any, value_dtype: Any) -> ElementwiseSpec:

@@ -1,28 +1,4 @@
-"""The CuPy backend (NVIDIA GPUs).
-
-Select runs as one of a few kernels that move raw bits (see
-:mod:`arrayselect.backends.cupy_kernels` for the plan, which is pure Python):
-
-* ``then``, ``else`` and ``out`` are viewed as the unsigned integer of their item
-  size (``complex128`` stays ``complex128``, which CUDA only copies); ``cond`` is
-  viewed as the unsigned integer of *its* item size and tested with ``!= 0``, so
-  bool and every integer dtype work without a cast pass. Same-item-size views
-  work for any strides, so every dtype CuPy has (``bfloat16`` included, where
-  CuPy has it through ``ml_dtypes``) shares one kernel per item-size pair.
-* Broadcasting and strides are done by ``cupy.ElementwiseKernel``'s own
-  indexing on the aligned views the core's plan asks for.
-* Large C-contiguous same-shape inputs use a ``cupy.RawKernel`` that moves
-  16-byte words (:func:`~arrayselect.backends.cupy_kernels.vector_eligible`).
-* Python scalars reach the kernel by value (no host-to-device copy) on the fast
-  path; on the general path they become 0-d arrays filled on the device.
-* Kernels are created once (module-level caches guarded by a lock; CuPy compiles
-  each once per device and keeps the binary on disk), launched on the current
-  stream of the inputs' device, and nothing here synchronizes with the host.
-
-GPU status: the code paths that launch kernels have not been run in the session
-that wrote them (no GPU there); ``scripts/gpu_check.sh`` runs the GPU tests and
-benchmarks on a machine that has one.
-"""
+"""The CuPy backend: queries, launches and the fast path (see the package docstring)."""
 
 from __future__ import annotations
 
@@ -33,26 +9,28 @@ from typing import Any
 import cupy
 import numpy as np
 
-from arrayselect._backend import Backend, DtypeKind
-from arrayselect._caches import register_cache
-from arrayselect._errors import SelectValueError
-from arrayselect._select import register_fast_path
-from arrayselect._shapes import SelectPlan, Shape
+from arrayselect.plugin import (
+    NUMPY_DEFAULT_DTYPES,
+    Backend,
+    Decision,
+    DtypeKind,
+    FastPath,
+    OutLayout,
+    SelectPlan,
+    Shape,
+    SignatureCache,
+    numpy_dtype_kind,
+    numpy_float_max,
+    numpy_int_range,
+    register_cache,
+)
 
-from . import cupy_kernels as ck
-from ._fastpath import CachedFastPath
-from .numpy_backend import NumpyBackend
+from . import kernels as ck
 
 __all__ = ["CupyBackend", "create"]
 
 _VALUE_RAW: dict[int, np.dtype[Any]] = {k: np.dtype(v) for k, v in ck.VALUE_RAW_DTYPES.items()}
 _COND_RAW: dict[int, np.dtype[Any]] = {k: np.dtype(v) for k, v in ck.COND_RAW_DTYPES.items()}
-_DEFAULT_DTYPES: dict[type, np.dtype[Any]] = {
-    bool: np.dtype(np.bool_),
-    int: np.dtype(np.int64),
-    float: np.dtype(np.float64),
-    complex: np.dtype(np.complex128),
-}
 
 _lock = threading.Lock()
 _elementwise_kernels: dict[tuple[int, int], Any] = {}
@@ -68,7 +46,10 @@ def elementwise_kernel(cond_itemsize: int, value_itemsize: int) -> Any:
         with _lock:
             kernel = _elementwise_kernels.get(key)
             if kernel is None:
-                spec = ck._elementwise_spec(cond_itemsize, value_itemsize)
+                spec = ck.elementwise_spec(
+                    np.dtype(ck.COND_RAW_DTYPES[cond_itemsize]),
+                    np.dtype(ck.VALUE_RAW_DTYPES[value_itemsize]),
+                )
                 kernel = cupy.ElementwiseKernel(
                     spec.in_params, spec.out_params, spec.operation, name=spec.name
                 )
@@ -115,36 +96,44 @@ class CupyBackend(Backend):
         to always use the element-wise kernel (the GPU benchmark compares both).
     """
 
+    name = "cupy"
+    supports_out = True
+    device_hint = "move them explicitly with cupy.asarray under cupy.cuda.Device(n)"
+
     def __init__(self) -> None:
-        self.name = "cupy"
-        self.supports_out = True
         self.vector_min_size: int = ck.VECTOR_MIN_SIZE
-        # dtype queries only read NumPy dtypes (CuPy's dtypes are NumPy's).
-        self._dtypes = NumpyBackend()
+        self._fast = SignatureCache(self, (cupy.ndarray,), self._run)
+        register_cache("cupy_backend.fast_path", lambda: (len(self._fast), self._fast.maxsize))
 
     # ------------------------------------------------------------- queries
+    # CuPy's dtypes are NumPy's: the core's NumPy dtype queries answer.
     def dtype_kind(self, dtype: Any) -> DtypeKind | None:
-        return self._dtypes.dtype_kind(dtype)
+        return numpy_dtype_kind(dtype)
+
+    def int_range(self, dtype: Any) -> tuple[int, int]:
+        return numpy_int_range(dtype)
+
+    def float_max(self, dtype: Any) -> float:
+        return numpy_float_max(dtype)
+
+    def default_dtype(self, scalar_type: type, like: Any) -> Any:
+        return NUMPY_DEFAULT_DTYPES[scalar_type]
 
     def shape(self, x: Any) -> Shape:
         return x.shape  # type: ignore[no-any-return]
-
-    def int_range(self, dtype: Any) -> tuple[int, int]:
-        return self._dtypes.int_range(dtype)
-
-    def float_max(self, dtype: Any) -> float:
-        return self._dtypes.float_max(dtype)
-
-    def default_dtype(self, scalar_type: type) -> np.dtype[Any]:
-        """CuPy's default dtype for a Python scalar type (NumPy's: bool, int64, ...)."""
-        return _DEFAULT_DTYPES[scalar_type]
 
     def device_of(self, x: Any) -> int:
         """Id of the GPU holding ``x``."""
         return int(x.data.device_id)
 
+    def device_text(self, device: Any) -> str:
+        return f"GPU {device}"
+
+    def out_layout(self, out: Any) -> OutLayout:
+        return OutLayout(True, "", tuple(out.strides), int(out.itemsize))
+
     def scalar_array(self, value: bool | int | float | complex, dtype: Any, like: Any) -> Any:
-        dtype = self.default_dtype(type(value)) if dtype is None else np.dtype(dtype)
+        dtype = np.dtype(dtype)
         raw = _VALUE_RAW[dtype.itemsize]
         bits = np.asarray(value, dtype=dtype).view(raw)[()]
         with cupy.cuda.Device(self.device_of(like)):
@@ -153,25 +142,11 @@ class CupyBackend(Backend):
             array.view(raw).fill(bits)
         return array
 
-    def check_devices(self, named: list[tuple[str, Any]]) -> None:
-        first_name, first = named[0]
-        first_device = self.device_of(first)
-        for name, x in named[1:]:
-            device = self.device_of(x)
-            if device != first_device:
-                raise SelectValueError(
-                    f"inputs must be on one device, but {first_name} is on GPU {first_device} "
-                    f"and {name} is on GPU {device}; move them explicitly (no implicit transfer "
-                    "happens)"
-                )
+    def fast_path(self) -> FastPath:
+        return self._fast.fast_path()
 
-    def check_out(self, out: Any) -> None:
-        for i, (d, s) in enumerate(zip(out.shape, out.strides, strict=True)):
-            if s == 0 and d > 1:
-                raise SelectValueError(
-                    f"out repeats its elements (stride 0 along dimension {i} of size {d}, e.g. "
-                    "a broadcast view), so the result cannot be written into it"
-                )
+    def _run(self, cond: Any, then: Any, else_: Any, decision: Decision, out: Any) -> Any:
+        return self.execute(cond, then, else_, decision.plan, decision.dtype, out)
 
     # ------------------------------------------------------------- running
     def select(self, cond: Any, then: Any, else_: Any, plan: SelectPlan, out: Any) -> Any:
@@ -251,19 +226,5 @@ def _raw_operand(x: Any, aligned: Shape | None, dtype: Any, raw: np.dtype[Any]) 
 
 
 def create(xp: ModuleType) -> CupyBackend:
-    """Entry-point factory: the CuPy backend, with its fast path registered.
-
-    Parameters
-    ----------
-    xp : module
-        CuPy's Array API namespace (not needed).
-
-    Returns
-    -------
-    CupyBackend
-    """
-    backend = CupyBackend()
-    fast = CachedFastPath(backend, cupy.ndarray, "cupy")
-    register_fast_path(cupy.ndarray, fast)
-    register_cache("cupy_backend.fast_path", lambda: (len(fast), fast.maxsize))
-    return backend
+    """Entry-point factory: the CuPy backend (``xp``, CuPy's namespace, is not needed)."""
+    return CupyBackend()

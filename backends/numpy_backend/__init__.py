@@ -1,0 +1,96 @@
+"""The NumPy backend (CPU): every select runs through the compiled kernel.
+
+Besides NumPy's own dtypes it handles the ``ml_dtypes`` extension dtypes
+(bfloat16, the float8 family, int4, ...): the kernel moves raw bits per item
+size, so it never needs to know what a dtype means. Calls whose ``cond`` is
+exactly an ``np.ndarray`` take the compiled fast path of :mod:`.fast_path`;
+:mod:`.kernel` has the kernel's diagnostics. ``import arrayselect`` imports
+this package.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from arrayselect.plugin import (
+    NUMPY_DEFAULT_DTYPES,
+    Backend,
+    DtypeKind,
+    FastPath,
+    OutLayout,
+    SelectPlan,
+    Shape,
+    numpy_dtype_kind,
+    numpy_float_max,
+    numpy_int_range,
+)
+
+from . import fast_path as _fast_path
+from .kernel import kernel_select
+
+__all__ = ["BACKEND", "NumpyBackend", "as_kernel_operands", "create"]
+
+
+class NumpyBackend(Backend):
+    """Select for NumPy arrays (``ml_dtypes`` included), on the compiled kernel."""
+
+    name = "numpy"
+    supports_out = True
+
+    def dtype_kind(self, dtype: Any) -> DtypeKind | None:
+        return numpy_dtype_kind(dtype)
+
+    def int_range(self, dtype: Any) -> tuple[int, int]:
+        return numpy_int_range(dtype)
+
+    def float_max(self, dtype: Any) -> float:
+        return numpy_float_max(dtype)
+
+    def default_dtype(self, scalar_type: type, like: Any) -> Any:
+        return NUMPY_DEFAULT_DTYPES[scalar_type]
+
+    def shape(self, x: Any) -> Shape:
+        return x.shape  # type: ignore[no-any-return]
+
+    def out_layout(self, out: Any) -> OutLayout:
+        writeable = bool(out.flags.writeable)
+        why_not = "" if writeable else "out.flags.writeable is False"
+        return OutLayout(writeable, why_not, out.strides, out.itemsize)
+
+    def scalar_array(self, value: bool | int | float | complex, dtype: Any, like: Any) -> Any:
+        return np.asarray(value, dtype=dtype)
+
+    def select(self, cond: Any, then: Any, else_: Any, plan: SelectPlan, out: Any) -> Any:
+        cond, then, else_ = as_kernel_operands(cond, then, else_)
+        return kernel_select(cond, then, else_, out, plan.out_shape, *plan.dims)
+
+    def fast_path(self) -> FastPath:
+        return _fast_path.fast_path(self)
+
+
+def as_kernel_operands(cond: Any, then: Any, else_: Any) -> tuple[Any, Any, Any]:
+    """NumPy scalars (``np.float32(1)``) as 0-d arrays; a cond of an odd item size as bool.
+
+    The kernel takes ``np.ndarray`` operands and conds of 1, 2, 4 or 8 bytes.
+    """
+    if type(cond) is not np.ndarray:
+        cond = np.asarray(cond)
+    if cond.itemsize not in (1, 2, 4, 8):
+        cond = cond != 0
+    if type(then) is not np.ndarray:
+        then = np.asarray(then)
+    if type(else_) is not np.ndarray:
+        else_ = np.asarray(else_)
+    return cond, then, else_
+
+
+#: The one NumPy backend.
+BACKEND = NumpyBackend()
+
+
+def create(xp: ModuleType) -> NumpyBackend:
+    """Entry-point factory: the NumPy backend (``xp`` is not needed)."""
+    return BACKEND

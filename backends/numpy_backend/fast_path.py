@@ -1,0 +1,78 @@
+"""The NumPy backend's fast path: the core's fast-path protocol, kept in C.
+
+Every call whose ``cond`` is exactly an ``np.ndarray`` goes to the compiled
+``fast_select`` first (see the C source). It keys a cache on the call's
+signature exactly as :class:`arrayselect.plugin.SignatureCache` does and holds,
+per signature, what the core's validation decided (the plan, the output dtype,
+a scalar operand's :class:`~arrayselect.plugin.ScalarRange`). On a miss it calls
+:func:`_miss` here: the core validates (raising the general path's errors), the
+backend runs, and the decision is handed to the C cache. On a hit C re-checks
+only what depends on values, with what the core handed over: the scalar range,
+and ``out``'s memory through :func:`arrayselect.plugin.check_out_layout`. No
+rule is written here or in C.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from arrayselect.plugin import (
+    FastPath,
+    ScalarRange,
+    check_out_layout,
+    select_general,
+    validate,
+)
+
+from . import _select_kernel as _k
+
+__all__ = ["clear_cache", "fast_path"]
+
+
+def _general(
+    cond: Any, then: Any, else_: Any, auto_broadcast: Any, axis: Any, cb: Any, out: Any
+) -> Any:
+    return select_general(
+        cond, then, else_, auto_broadcast=auto_broadcast, axis=axis, cond_broadcast=cb, out=out
+    )
+
+
+def _range(rng: ScalarRange | None) -> tuple[Any, Any, bool] | None:
+    return None if rng is None else (rng.low, rng.high, rng.as_float)
+
+
+def _make_miss(backend: Any) -> Callable[..., Any]:
+    def miss(
+        cond: Any, then: Any, else_: Any, auto_broadcast: Any, axis: Any, cb: Any, out: Any
+    ) -> Any:
+        """Validate and run; hand what the core decided to the C cache."""
+        served_by, decision, then_v, else_v = validate(
+            cond, then, else_, auto_broadcast, axis, cb, out
+        )
+        result = served_by.select(cond, then_v, else_v, decision.plan, out)
+        # Conds of odd item sizes are converted by the backend: keep them on this path.
+        if served_by is backend and cond.itemsize in (1, 2, 4, 8):
+            plan = decision.plan
+            rng = decision.then_range or decision.else_range
+            _k.remember(
+                cond, then, else_, auto_broadcast, axis, cb, out,
+                plan.out_shape, *plan.dims, decision.dtype, _range(rng),
+            )  # fmt: skip
+        return result
+
+    return miss
+
+
+def fast_path(backend: Any) -> FastPath:
+    """The compiled fast path for ``np.ndarray`` conds, serving ``backend``."""
+    _k.configure(_make_miss(backend), _general, functools.partial(check_out_layout, backend))
+    return FastPath((np.ndarray,), _k.fast_select)
+
+
+def clear_cache() -> None:
+    """Forget every cached decision (the next call of each kind is validated again)."""
+    _k.clear_cache()

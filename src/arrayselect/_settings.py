@@ -1,0 +1,196 @@
+"""The settings of arrayselect's compiled kernels, in one place.
+
+Users call them from the package (``arrayselect.set_num_threads``, ...). They
+live in the core so that they exist before any backend is loaded; a kernel
+subscribes with :func:`on_change` and is told the current values at once and
+after every change.
+
+* the number of threads a kernel may split a large select across
+  (``ARRAYSELECT_NUM_THREADS``, else the cores this process may run on);
+* the most bytes of freed large outputs a kernel keeps for reuse
+  (``ARRAYSELECT_POOL_MB``), and :func:`release_memory` to free them now.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import warnings
+from collections.abc import Callable
+from typing import Final
+
+__all__ = [
+    "ENV_NUM_THREADS",
+    "ENV_POOL_MB",
+    "MAX_THREADS",
+    "default_num_threads",
+    "get_num_threads",
+    "get_pool_limit",
+    "on_change",
+    "release_memory",
+    "set_num_threads",
+    "set_pool_limit",
+]
+
+#: Environment variable read at import time for the default thread count.
+ENV_NUM_THREADS: Final = "ARRAYSELECT_NUM_THREADS"
+#: Environment variable read at import time: most MiB of freed outputs kept (0: none).
+ENV_POOL_MB: Final = "ARRAYSELECT_POOL_MB"
+#: Largest thread count accepted.
+MAX_THREADS: Final = 256
+_DEFAULT_POOL_MB: Final = 256
+
+#: A kernel's subscription: ``num_threads(n)``, ``pool_limit(n_bytes)``, ``release()``.
+Listener = tuple[Callable[[int], object], Callable[[int], object], Callable[[], object]]
+
+_lock = threading.Lock()
+_listeners: list[Listener] = []
+
+
+def default_num_threads() -> int:
+    """Number of cores this process may run on (``os.sched_getaffinity``).
+
+    Returns
+    -------
+    int
+        At least 1. Falls back to ``os.cpu_count()`` where affinity masks are
+        not available (macOS, Windows).
+    """
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def _env_int(name: str, low: int, high: int, fallback: int, unit: str) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return fallback
+    try:
+        value = int(raw)
+    except ValueError:
+        value = low - 1
+    if not low <= value <= high:
+        warnings.warn(
+            f"ignoring {name}={raw!r}: expected an integer in [{low}, {high}] ({unit}); "
+            f"using {fallback}",
+            RuntimeWarning,
+            stacklevel=4,
+        )
+        return fallback
+    return value
+
+
+_num_threads = _env_int(ENV_NUM_THREADS, 1, MAX_THREADS, default_num_threads(), "threads")
+_pool_limit = _env_int(ENV_POOL_MB, 0, 1 << 20, _DEFAULT_POOL_MB, "MiB") << 20
+
+
+def set_num_threads(n: int) -> None:
+    """Set how many threads arrayselect's compiled kernels may use.
+
+    Large outputs are split across this many threads (a persistent pool);
+    small ones always run on the calling thread.
+
+    Parameters
+    ----------
+    n : int
+        Between 1 and 256. 1 runs everything on the calling thread.
+
+    Raises
+    ------
+    TypeError
+        If ``n`` is not an int.
+    ValueError
+        If ``n`` is out of range.
+
+    Examples
+    --------
+    >>> import arrayselect as asel
+    >>> previous = asel.get_num_threads()
+    >>> asel.set_num_threads(1)
+    >>> asel.get_num_threads()
+    1
+    >>> asel.set_num_threads(previous)
+    """
+    global _num_threads
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"the number of threads must be an int, got {type(n).__name__}")
+    if not 1 <= n <= MAX_THREADS:
+        raise ValueError(f"the number of threads must be in [1, {MAX_THREADS}], got {n}")
+    with _lock:
+        _num_threads = n
+        for threads, _, _ in _listeners:
+            threads(n)
+
+
+def get_num_threads() -> int:
+    """How many threads arrayselect's compiled kernels may use.
+
+    Returns
+    -------
+    int
+        The value of the last :func:`set_num_threads`, else
+        ``ARRAYSELECT_NUM_THREADS`` (read at import), else the number of cores
+        this process may run on.
+    """
+    return _num_threads
+
+
+def set_pool_limit(n_bytes: int) -> None:
+    """Set the most bytes of freed large outputs the kernels keep for reuse.
+
+    A kept block serves the next output of exactly its size without the page
+    faults of fresh memory. The default is ``ARRAYSELECT_POOL_MB`` (MiB, read
+    at import), else 256 MiB.
+
+    Parameters
+    ----------
+    n_bytes : int
+        0 turns the pool off; blocks kept beyond the new limit are freed.
+
+    Raises
+    ------
+    TypeError
+        If ``n_bytes`` is not an int.
+    ValueError
+        If ``n_bytes`` is negative.
+    """
+    global _pool_limit
+    if isinstance(n_bytes, bool) or not isinstance(n_bytes, int):
+        raise TypeError(f"the pool limit must be an int (bytes), got {type(n_bytes).__name__}")
+    if n_bytes < 0:
+        raise ValueError(f"the pool limit must be >= 0 bytes, got {n_bytes}")
+    with _lock:
+        _pool_limit = n_bytes
+        for _, pool_limit, _ in _listeners:
+            pool_limit(n_bytes)
+
+
+def get_pool_limit() -> int:
+    """The most bytes of freed large outputs the kernels keep for reuse (0: none)."""
+    return _pool_limit
+
+
+def release_memory() -> None:
+    """Free every output block the kernels keep for reuse (outputs in use are untouched).
+
+    Examples
+    --------
+    >>> import arrayselect as asel
+    >>> asel.release_memory()
+    """
+    with _lock:
+        for _, _, release in _listeners:
+            release()
+
+
+def on_change(
+    num_threads: Callable[[int], object],
+    pool_limit: Callable[[int], object],
+    release: Callable[[], object],
+) -> None:
+    """Subscribe a kernel: it is told the current values now and every change later."""
+    with _lock:
+        _listeners.append((num_threads, pool_limit, release))
+        num_threads(_num_threads)
+        pool_limit(_pool_limit)

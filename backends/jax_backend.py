@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import operator
 import threading
 from collections.abc import Callable, Hashable
 from types import ModuleType
@@ -321,7 +322,16 @@ class JaxBackend(Backend):
         self._plan_fn_data = self._plan_fns._data
         self._cache_size = cache_size
         self._trace_count = 0
-        self._fast = SignatureCache(self, (_ArrayImpl,), self._run, maxsize=cache_size)
+        # jax.jit refuses committed inputs on different devices: on a cached
+        # call that failure sends the call to the general path and its error.
+        self._fast = SignatureCache(
+            self,
+            (_ArrayImpl,),
+            None,
+            prepare=self._prepare,
+            devices_checked_by_run=True,
+            maxsize=cache_size,
+        )
         register_cache("jax_backend.plan_functions", lambda: (len(self._plan_fns), cache_size))
         register_cache("jax_backend.signatures", lambda: (len(self._fast), cache_size))
 
@@ -367,9 +377,9 @@ class JaxBackend(Backend):
         # Symbolic dims (jax.export) are kept: the shape core compares them soundly.
         return cast(Shape, tuple(x.shape))
 
-    def signature(self, x: Any) -> Hashable:
-        # A weak-typed partner makes a scalar operand weak too (as jnp.where does).
-        return (x.shape, x.dtype, x.weak_type)
+    #: The abstract value: shape, dtype, weak type (a weak-typed partner makes a
+    #: scalar operand weak too, as jnp.where does) and sharding, in one C-level lookup.
+    signature = operator.attrgetter("aval")  # type: ignore[assignment]
 
     def device_of(self, x: Any) -> Hashable | None:
         # Tracers, NumPy arrays and uncommitted arrays go wherever the others are.
@@ -419,13 +429,26 @@ class JaxBackend(Backend):
             self._plan_fns.put(plan, fn)
         return fn
 
-    def _run(self, cond: Any, then: Any, else_: Any, decision: Decision, out: Any) -> Any:
-        """A cached call: the scalar operands as constants, then the plan's function."""
+    def _prepare(self, decision: Decision) -> Callable[..., Any]:
+        """The function a cached signature runs: the plan's compiled function, with a
+        Python-scalar operand turned into a constant first.
+        """
+        fn = self._plan_fn(decision.plan)
+        dtype = decision.dtype
+        scalar_array = self.scalar_array
         if decision.then_range is not None:
-            then = self.scalar_array(then, decision.dtype, else_)
-        elif decision.else_range is not None:
-            else_ = self.scalar_array(else_, decision.dtype, then)
-        return self._plan_fn(decision.plan)(cond, then, else_)
+
+            def run_then_scalar(cond: Any, then: Any, else_: Any) -> Any:
+                return fn(cond, scalar_array(then, dtype, else_), else_)
+
+            return run_then_scalar
+        if decision.else_range is not None:
+
+            def run_else_scalar(cond: Any, then: Any, else_: Any) -> Any:
+                return fn(cond, then, scalar_array(else_, dtype, then))
+
+            return run_else_scalar
+        return fn  # out= is refused for JAX: cached calls never have one
 
     def fast_path(self) -> FastPath:
         return self._fast.fast_path()

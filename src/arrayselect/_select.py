@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from arrayselect import _registry
 from arrayselect._backend import Backend
-from arrayselect._registry import _force_portable, _forcing, fast_paths, resolve
+from arrayselect._registry import resolve
 from arrayselect._shapes import check_options, make_plan
 from arrayselect._validate import (
     Decision,
@@ -17,6 +18,13 @@ from arrayselect._validate import (
 )
 
 __all__ = ["Validated", "backend_for", "select", "select_general", "validate"]
+
+# Bound by assignment, not by import: CPython 3.11 compiles ``name.method(...)`` on an
+# imported name as an attribute load plus call (for modules), which costs a bound
+# method per call; on a plain global it is a method call.
+_fast_paths = _registry.fast_paths
+_forcing = _registry._forcing
+_force_portable = _registry._force_portable
 
 
 def select(
@@ -90,7 +98,7 @@ def select(
     >>> asel.select(np.array([1, 0, 2], dtype=np.uint8), np.arange(3.0), -1.0)
     array([ 0., -1.,  2.])
     """
-    fast = fast_paths.get(type(cond))
+    fast = _fast_paths.get(type(cond))
     # The routing check of every fast path, written once (see portable_forced).
     if fast is not None and not (_forcing[0] and _force_portable.get()):
         result = fast(cond, then, else_, auto_broadcast, axis, cond_broadcast, out)

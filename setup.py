@@ -1,7 +1,10 @@
-"""Build the compiled Select kernel (``arrayselect.backends.numpy_backend._select_kernel``).
+"""Build the package's two C extensions.
+
+* ``arrayselect._fastcall``: the hit path of the core's fast-path protocol;
+* ``arrayselect.backends.numpy_backend._select_kernel``: the NumPy backend's kernel.
 
 Everything else about the package is declared in ``pyproject.toml``; this file
-only adds the C extension, built by the ordinary setuptools build backend for
+only adds the C extensions, built by the ordinary setuptools build backend for
 ``pip install .``, ``pip install -e .`` and the sdist alike.
 """
 
@@ -32,6 +35,7 @@ class BuildExt(build_ext):  # type: ignore[misc]
 
 setup(
     ext_modules=[
+        Extension("arrayselect._fastcall", sources=["src/arrayselect/_fastcall.c"]),
         Extension(
             "arrayselect.backends.numpy_backend._select_kernel",
             sources=["backends/numpy_backend/_kernel/select_kernel.c"],

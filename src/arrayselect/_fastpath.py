@@ -15,7 +15,10 @@ with the core's own checks or data the core derived:
 * ``out``'s memory, with :func:`~arrayselect._validate.check_out_layout`.
 
 Any doubt sends the call to the general path, which raises the error in the
-general path's order. So a cache can never change an answer.
+general path's order. So a cache can never change an answer. The hit path is
+C (``_fastcall.c``): for a backend whose whole call takes microseconds, the
+cache's bookkeeping in Python would be most of arrayselect's cost; the checks
+it calls are these Python functions.
 """
 
 from __future__ import annotations
@@ -26,9 +29,10 @@ from typing import Any
 
 from arrayselect._backend import Backend
 from arrayselect._errors import SelectError
+from arrayselect._fastcall import SignatureCall
 from arrayselect._registry import FastPath
 from arrayselect._select import select_general, validate
-from arrayselect._validate import PYTHON_SCALARS, Decision, check_devices, check_out_layout
+from arrayselect._validate import Decision, check_devices, check_out_layout
 
 __all__ = ["Prepare", "Run", "SignatureCache"]
 
@@ -42,8 +46,6 @@ Run = Callable[[Any, Any, Any, Any, Any], Any]
 #: that runs the call (``call(cond, then, else_, out)`` when ``out`` is given): one
 #: indirection less, for backends whose calls take microseconds.
 Prepare = Callable[[Decision], Any]
-
-_SCALAR_TYPES = frozenset(PYTHON_SCALARS)
 
 
 class SignatureCache:
@@ -99,18 +101,29 @@ class SignatureCache:
         self.run = run
         self.prepare = prepare
         self.maxsize = maxsize
-        # (decision, what run receives) per signature
-        self._cache: dict[Hashable, tuple[Decision, Any]] = {}
+        # per signature: (decision, what run receives, then's range, else's range)
+        self._cache: dict[Hashable, tuple[Decision, Any, Any, Any]] = {}
         self._lock = threading.Lock()
         # Backends that keep every array on one device need no device check.
         self._check_devices = (
             type(backend).device_of is not Backend.device_of and not devices_checked_by_run
         )
-        self._run_checks_devices = devices_checked_by_run
-        self._signature = backend.signature
-        # One array type: its signature alone tells arrays apart.
-        self._typed = len(self.array_types) > 1
-        self._call = self._make_call()
+        # The hit path, in C (_fastcall.c): key, lookup, the core's value checks, run.
+        self._call = SignatureCall(
+            self.array_types,
+            backend.signature,
+            self._cache,
+            self._miss,
+            self._general,
+            run,
+            backend,
+            check_devices if self._check_devices else None,
+            check_out_layout,
+            SelectError,
+            # One array type: its signature alone tells arrays apart.
+            len(self.array_types) > 1,
+            devices_checked_by_run,
+        )
 
     def fast_path(self) -> FastPath:
         """This cache as the :class:`FastPath` a backend returns."""
@@ -137,118 +150,6 @@ class SignatureCache:
         """The fast path: the result, or ``NotImplemented`` for the general path."""
         return self._call(cond, then, else_, auto_broadcast, axis, cond_broadcast, out)
 
-    def _make_call(self) -> Callable[..., Any]:
-        """The fast path as a closure: every call is a few microseconds of Python at
-        most, so what it reads is bound once, here, rather than looked up per call.
-        """
-        types = self.array_types
-        signature = self._signature
-        typed = self._typed
-        lookup = self._cache.get
-        miss = self._miss
-        general = self._general
-        run = self.run
-        backend = self.backend
-        devices = self._check_devices
-        run_checks_devices = self._run_checks_devices
-        scalars = _SCALAR_TYPES
-
-        def call(
-            cond: Any,
-            then: Any,
-            else_: Any,
-            auto_broadcast: Any,
-            axis: Any,
-            cond_broadcast: Any,
-            out: Any,
-        ) -> Any:
-            cond_type = type(cond)
-            if (
-                cond_type not in types
-                or type(auto_broadcast) is not str
-                or type(axis) is not int
-                or type(cond_broadcast) is not str
-            ):
-                return NotImplemented
-            then_type = type(then)
-            else_type = type(else_)
-            then_array = then_type in types
-            else_array = else_type in types
-            if then_array:
-                then_key: Hashable = (then_type, signature(then)) if typed else signature(then)
-            elif else_array and then_type in scalars:
-                then_key = then_type
-            else:
-                return NotImplemented  # not an array, or two Python scalars (library defaults)
-            if else_array:
-                else_key: Hashable = (else_type, signature(else_)) if typed else signature(else_)
-            elif else_type in scalars:
-                else_key = else_type
-            else:
-                return NotImplemented
-            if out is None:
-                out_key: Hashable = None
-            elif type(out) in types:
-                out_key = (type(out), signature(out))
-            else:
-                return NotImplemented
-            key = (
-                (cond_type, signature(cond)) if typed else signature(cond),
-                then_key,
-                else_key,
-                out_key,
-                auto_broadcast,
-                axis,
-                cond_broadcast,
-            )
-            entry = lookup(key)
-            if entry is None:
-                return miss(key, cond, then, else_, auto_broadcast, axis, cond_broadcast, out)
-            decision, prepared = entry
-            then_range = decision.then_range
-            else_range = decision.else_range
-            if then_range is not None:
-                if not then_range.admits(then):
-                    return general(cond, then, else_, auto_broadcast, axis, cond_broadcast, out)
-                then = then_range.prepare(then)
-            elif else_range is not None:
-                if not else_range.admits(else_):
-                    return general(cond, then, else_, auto_broadcast, axis, cond_broadcast, out)
-                else_ = else_range.prepare(else_)
-            if devices or out is not None:
-                try:
-                    if devices:
-                        named = [("cond", cond)]
-                        if then_array:
-                            named.append(("then", then))
-                        if else_array:
-                            named.append(("else", else_))
-                        if out is not None:
-                            named.append(("out", out))
-                        check_devices(backend, named)
-                    if out is not None:
-                        check_out_layout(backend, out)
-                except SelectError:
-                    return general(cond, then, else_, auto_broadcast, axis, cond_broadcast, out)
-            if not run_checks_devices:
-                if run is not None:
-                    return run(cond, then, else_, prepared, out)
-                return (
-                    prepared(cond, then, else_) if out is None else prepared(cond, then, else_, out)
-                )
-            try:
-                if run is not None:
-                    return run(cond, then, else_, prepared, out)
-                return (
-                    prepared(cond, then, else_) if out is None else prepared(cond, then, else_, out)
-                )
-            except Exception:
-                # e.g. arrays on different devices: the general path raises the core's
-                # error (or the library's own, if it is not about the inputs)
-                return general(cond, then, else_, auto_broadcast, axis, cond_broadcast, out)
-
-        return call
-
     def _miss(
         self,
         key: Hashable,
@@ -266,10 +167,11 @@ class SignatureCache:
         result = backend.select(cond, then_v, else_v, decision.plan, out)
         if backend is self.backend:
             prepared = decision if self.prepare is None else self.prepare(decision)
+            entry = (decision, prepared, decision.then_range, decision.else_range)
             with self._lock:
                 while len(self._cache) >= self.maxsize:
                     del self._cache[next(iter(self._cache))]
-                self._cache[key] = (decision, prepared)
+                self._cache[key] = entry
         return result
 
     @staticmethod

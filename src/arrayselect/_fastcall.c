@@ -1,0 +1,372 @@
+/*
+ * The hit path of arrayselect's fast-path protocol (arrayselect._fastpath).
+ *
+ * A SignatureCall is what SignatureCache installs as a backend's fast path:
+ * call(cond, then, else_, auto_broadcast, axis, cond_broadcast, out). It builds
+ * the call's signature key, looks it up in the cache's dict (filled by the
+ * Python miss handler after the core's validation), and on a hit re-checks
+ * what depends on values through the core's own Python checks: a Python
+ * scalar's ScalarRange.admits and .prepare, check_devices, check_out_layout.
+ * Any doubt goes to the general path, which raises the error. Nothing here is
+ * a rule: it is the cache's bookkeeping, in C because a backend's whole call
+ * can take a few microseconds and this bookkeeping is most of what is
+ * arrayselect's own.
+ *
+ * Entries of the cache dict are tuples (decision, prepared, then_range,
+ * else_range): the Decision, what `run` receives, and the ScalarRange of a
+ * Python-scalar operand or None.
+ */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stddef.h> /* offsetof */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *types;          /* frozenset of exact array types */
+    PyObject *signature;      /* signature(x) -> hashable */
+    PyObject *cache;          /* dict: key -> (decision, prepared, then_range, else_range) */
+    PyObject *miss;           /* miss(key, cond, then, else_, ab, axis, cb, out) */
+    PyObject *general;        /* general(cond, then, else_, ab, axis, cb, out) */
+    PyObject *run;            /* run(cond, then, else_, prepared, out), or None */
+    PyObject *backend;
+    PyObject *check_devices;  /* check_devices(backend, named), or None: not needed */
+    PyObject *check_out;      /* check_out_layout(backend, out) */
+    PyObject *error;          /* SelectError */
+    int typed;                /* several array types: key arrays by (type, signature) */
+    int run_checks_devices;   /* any exception from running goes to the general path */
+    vectorcallfunc vectorcall;
+} SignatureCall;
+
+static PyObject *s_admits, *s_prepare;
+
+static int
+is_scalar_type(PyTypeObject *t)
+{
+    return t == &PyBool_Type || t == &PyLong_Type || t == &PyFloat_Type ||
+           t == &PyComplex_Type;
+}
+
+/* The key of an array operand: signature(x), or (type(x), signature(x)). */
+static PyObject *
+array_key(SignatureCall *self, PyObject *x)
+{
+    PyObject *sig = PyObject_CallOneArg(self->signature, x);
+    if (sig == NULL || !self->typed) {
+        return sig;
+    }
+    PyObject *key = PyTuple_Pack(2, (PyObject *)Py_TYPE(x), sig);
+    Py_DECREF(sig);
+    return key;
+}
+
+static PyObject *
+call_general(SignatureCall *self, PyObject *const *args)
+{
+    return PyObject_Vectorcall(self->general, args, 7, NULL);
+}
+
+/* ScalarRange.admits(value), then .prepare(value): a new reference, NULL with no
+ * error set when the value is not admitted, NULL with an error on failure. */
+static PyObject *
+admitted(PyObject *range, PyObject *value)
+{
+    PyObject *ok = PyObject_CallMethodOneArg(range, s_admits, value);
+    if (ok == NULL) {
+        return NULL;
+    }
+    int yes = PyObject_IsTrue(ok);
+    Py_DECREF(ok);
+    if (yes <= 0) {
+        return NULL;
+    }
+    return PyObject_CallMethodOneArg(range, s_prepare, value);
+}
+
+/* 1: the value-dependent checks passed, 0: a SelectError (cleared), -1: other error. */
+static int
+recheck(SignatureCall *self, PyObject *cond, PyObject *then, int then_array, PyObject *else_,
+        int else_array, PyObject *out)
+{
+    if (self->check_devices != Py_None) {
+        PyObject *named = PyList_New(0);
+        if (named == NULL) {
+            return -1;
+        }
+        const char *names[4] = {"cond", "then", "else", "out"};
+        PyObject *xs[4] = {cond, then_array ? then : NULL, else_array ? else_ : NULL,
+                           out == Py_None ? NULL : out};
+        for (int k = 0; k < 4; k++) {
+            if (xs[k] == NULL) {
+                continue;
+            }
+            PyObject *pair = Py_BuildValue("(sO)", names[k], xs[k]);
+            if (pair == NULL || PyList_Append(named, pair) < 0) {
+                Py_XDECREF(pair);
+                Py_DECREF(named);
+                return -1;
+            }
+            Py_DECREF(pair);
+        }
+        PyObject *r = PyObject_CallFunctionObjArgs(self->check_devices, self->backend, named, NULL);
+        Py_DECREF(named);
+        if (r == NULL) {
+            goto failed;
+        }
+        Py_DECREF(r);
+    }
+    if (out != Py_None) {
+        PyObject *r = PyObject_CallFunctionObjArgs(self->check_out, self->backend, out, NULL);
+        if (r == NULL) {
+            goto failed;
+        }
+        Py_DECREF(r);
+    }
+    return 1;
+failed:
+    if (PyErr_ExceptionMatches(self->error)) {
+        PyErr_Clear(); /* the general path raises it again, in its order */
+        return 0;
+    }
+    return -1;
+}
+
+static PyObject *
+signature_call(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    SignatureCall *self = (SignatureCall *)callable;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != 7 || kwnames != NULL) {
+        PyErr_SetString(PyExc_TypeError, "a fast path takes exactly 7 positional arguments");
+        return NULL;
+    }
+    PyObject *cond = args[0], *then = args[1], *else_ = args[2], *out = args[6];
+    if (!PyUnicode_CheckExact(args[3]) || !PyLong_CheckExact(args[4]) ||
+        !PyUnicode_CheckExact(args[5])) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    int r = PySet_Contains(self->types, (PyObject *)Py_TYPE(cond));
+    if (r <= 0) {
+        if (r < 0) {
+            return NULL;
+        }
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    const int then_array = PySet_Contains(self->types, (PyObject *)Py_TYPE(then));
+    const int else_array = PySet_Contains(self->types, (PyObject *)Py_TYPE(else_));
+    const int out_array = out != Py_None ? PySet_Contains(self->types, (PyObject *)Py_TYPE(out)) : 0;
+    if (then_array < 0 || else_array < 0 || out_array < 0) {
+        return NULL;
+    }
+    /* Arrays of the backend's types, or one Python scalar beside an array; two
+     * scalars (library defaults) and anything else go to the general path. */
+    if ((!then_array && !(else_array && is_scalar_type(Py_TYPE(then)))) ||
+        (!else_array && !is_scalar_type(Py_TYPE(else_))) || (out != Py_None && !out_array)) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+
+    PyObject *key = PyTuple_New(7);
+    if (key == NULL) {
+        return NULL;
+    }
+    PyObject *ops[4] = {cond, then, else_, out};
+    const int is_array[4] = {1, then_array, else_array, out_array};
+    for (int k = 0; k < 4; k++) {
+        PyObject *part;
+        if (is_array[k]) {
+            part = array_key(self, ops[k]);
+            if (part == NULL) {
+                Py_DECREF(key);
+                return NULL;
+            }
+        }
+        else {
+            part = k == 3 ? Py_None : (PyObject *)Py_TYPE(ops[k]);
+            Py_INCREF(part);
+        }
+        PyTuple_SET_ITEM(key, k, part);
+    }
+    for (int k = 3; k < 6; k++) {
+        Py_INCREF(args[k]);
+        PyTuple_SET_ITEM(key, k + 1, args[k]);
+    }
+
+    PyObject *entry = PyDict_GetItemWithError(self->cache, key);
+    if (entry == NULL) {
+        if (PyErr_Occurred()) {
+            Py_DECREF(key);
+            return NULL;
+        }
+        PyObject *margs[8] = {key, cond, then, else_, args[3], args[4], args[5], out};
+        PyObject *result = PyObject_Vectorcall(self->miss, margs, 8, NULL);
+        Py_DECREF(key);
+        return result;
+    }
+    Py_INCREF(entry); /* the checks below run Python code, which may evict it */
+    Py_DECREF(key);
+    PyObject *prepared = PyTuple_GET_ITEM(entry, 1);
+    PyObject *then_range = PyTuple_GET_ITEM(entry, 2);
+    PyObject *else_range = PyTuple_GET_ITEM(entry, 3);
+    PyObject *result = NULL;
+    PyObject *then_v = then, *else_v = else_;
+    Py_INCREF(then_v);
+    Py_INCREF(else_v);
+
+    PyObject *range = then_range != Py_None ? then_range : else_range;
+    if (range != Py_None) {
+        PyObject **slot = then_range != Py_None ? &then_v : &else_v;
+        PyObject *value = admitted(range, *slot);
+        if (value == NULL) {
+            if (!PyErr_Occurred()) {
+                result = call_general(self, args);
+            }
+            goto done;
+        }
+        Py_SETREF(*slot, value);
+    }
+    if (self->check_devices != Py_None || out != Py_None) {
+        r = recheck(self, cond, then, then_array, else_, else_array, out);
+        if (r <= 0) {
+            if (r == 0) {
+                result = call_general(self, args);
+            }
+            goto done;
+        }
+    }
+    if (self->run != Py_None) {
+        PyObject *rargs[5] = {cond, then_v, else_v, prepared, out};
+        result = PyObject_Vectorcall(self->run, rargs, 5, NULL);
+    }
+    else {
+        PyObject *rargs[4] = {cond, then_v, else_v, out};
+        result = PyObject_Vectorcall(prepared, rargs, out == Py_None ? 3 : 4, NULL);
+    }
+    if (result == NULL && self->run_checks_devices && PyErr_ExceptionMatches(PyExc_Exception)) {
+        /* e.g. arrays on different devices: the general path raises the core's
+         * error (or the library's own, if it is not about the inputs) */
+        PyErr_Clear();
+        result = call_general(self, args);
+    }
+done:
+    Py_DECREF(then_v);
+    Py_DECREF(else_v);
+    Py_DECREF(entry);
+    return result;
+}
+
+static PyObject *
+signature_call_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"types", "signature", "cache", "miss", "general", "run",
+                             "backend", "check_devices", "check_out", "error", "typed",
+                             "run_checks_devices", NULL};
+    PyObject *o[10];
+    int typed, run_checks_devices;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO!OOOOOOOpp", kwlist, &o[0], &o[1],
+                                     &PyDict_Type, &o[2], &o[3], &o[4], &o[5], &o[6], &o[7],
+                                     &o[8], &o[9], &typed, &run_checks_devices)) {
+        return NULL;
+    }
+    if (!PyFrozenSet_Check(o[0])) {
+        PyErr_SetString(PyExc_TypeError, "types must be a frozenset");
+        return NULL;
+    }
+    SignatureCall *self = (SignatureCall *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    PyObject **slots[10] = {&self->types, &self->signature, &self->cache, &self->miss,
+                            &self->general, &self->run, &self->backend, &self->check_devices,
+                            &self->check_out, &self->error};
+    for (int k = 0; k < 10; k++) {
+        Py_INCREF(o[k]);
+        *slots[k] = o[k];
+    }
+    self->typed = typed;
+    self->run_checks_devices = run_checks_devices;
+    self->vectorcall = signature_call;
+    return (PyObject *)self;
+}
+
+static int
+signature_call_traverse(SignatureCall *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->types);
+    Py_VISIT(self->signature);
+    Py_VISIT(self->cache);
+    Py_VISIT(self->miss);
+    Py_VISIT(self->general);
+    Py_VISIT(self->run);
+    Py_VISIT(self->backend);
+    Py_VISIT(self->check_devices);
+    Py_VISIT(self->check_out);
+    Py_VISIT(self->error);
+    return 0;
+}
+
+static int
+signature_call_clear(SignatureCall *self)
+{
+    Py_CLEAR(self->types);
+    Py_CLEAR(self->signature);
+    Py_CLEAR(self->cache);
+    Py_CLEAR(self->miss);
+    Py_CLEAR(self->general);
+    Py_CLEAR(self->run);
+    Py_CLEAR(self->backend);
+    Py_CLEAR(self->check_devices);
+    Py_CLEAR(self->check_out);
+    Py_CLEAR(self->error);
+    return 0;
+}
+
+static void
+signature_call_dealloc(SignatureCall *self)
+{
+    PyObject_GC_UnTrack(self);
+    signature_call_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyTypeObject SignatureCallType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "arrayselect._fastcall.SignatureCall",
+    .tp_doc = "SignatureCall(types, signature, cache, miss, general, run, backend, "
+              "check_devices, check_out, error, typed, run_checks_devices)\n--\n\n"
+              "The hit path of a SignatureCache: call it with the 7 arguments of a fast path.",
+    .tp_basicsize = sizeof(SignatureCall),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_new = signature_call_new,
+    .tp_dealloc = (destructor)signature_call_dealloc,
+    .tp_traverse = (traverseproc)signature_call_traverse,
+    .tp_clear = (inquiry)signature_call_clear,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(SignatureCall, vectorcall),
+};
+
+static struct PyModuleDef fastcall_module = {
+    PyModuleDef_HEAD_INIT, "_fastcall",
+    "The hit path of arrayselect's fast-path protocol, in C (see arrayselect._fastpath).", -1,
+    NULL, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__fastcall(void)
+{
+    s_admits = PyUnicode_InternFromString("admits");
+    s_prepare = PyUnicode_InternFromString("prepare");
+    if (s_admits == NULL || s_prepare == NULL || PyType_Ready(&SignatureCallType) < 0) {
+        return NULL;
+    }
+    PyObject *m = PyModule_Create(&fastcall_module);
+    if (m == NULL) {
+        return NULL;
+    }
+    Py_INCREF(&SignatureCallType);
+    if (PyModule_AddObject(m, "SignatureCall", (PyObject *)&SignatureCallType) < 0) {
+        Py_DECREF(&SignatureCallType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

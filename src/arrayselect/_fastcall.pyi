@@ -1,0 +1,31 @@
+# Type stub of the compiled hit path of the fast-path protocol (_fastcall.c).
+from typing import Any
+
+class SignatureCall:
+    def __init__(
+        self,
+        types: frozenset[type],
+        signature: Any,
+        cache: dict[Any, Any],
+        miss: Any,
+        general: Any,
+        run: Any,
+        backend: Any,
+        check_devices: Any,
+        check_out: Any,
+        error: type[BaseException],
+        typed: bool,
+        run_checks_devices: bool,
+        /,
+    ) -> None: ...
+    def __call__(
+        self,
+        cond: Any,
+        then: Any,
+        else_: Any,
+        auto_broadcast: Any,
+        axis: Any,
+        cond_broadcast: Any,
+        out: Any,
+        /,
+    ) -> Any: ...

@@ -278,13 +278,22 @@ def generate_cases(seed: int = SEED, int_cond_every: int = 7) -> list[Case]:
                 multi = variant.endswith("multidirectional")
                 c, t, e = _numpy_shapes(rng, multi)
                 how = "multidirectional" if multi else "unidirectional"
-                cases.append(Case(cond_shape=c, then_shape=t, else_shape=e, mode="numpy",
-                                  cond_broadcast=how, **common))  # fmt: skip
+                cases.append(
+                    Case(
+                        cond_shape=c,
+                        then_shape=t,
+                        else_shape=e,
+                        mode="numpy",
+                        cond_broadcast=how,
+                        **common,
+                    )
+                )
             else:
                 axis = -1 if variant == "pdpd-axis-1" else int(rng.integers(0, 4))
                 c, t, e = _pdpd_shapes(rng, axis)
-                cases.append(Case(cond_shape=c, then_shape=t, else_shape=e, mode="pdpd",
-                                  axis=axis, **common))  # fmt: skip
+                cases.append(
+                    Case(cond_shape=c, then_shape=t, else_shape=e, mode="pdpd", axis=axis, **common)
+                )
     return cases
 
 
@@ -294,8 +303,16 @@ def generate_cases(seed: int = SEED, int_cond_every: int = 7) -> list[Case]:
 #: payloads (quiet and signalling, both signs), -0.0, infinities, subnormals.
 _SPECIAL_BITS: dict[int, tuple[int, ...]] = {
     # float32 and float64; the 16-bit formats have their own tables below.
-    4: (0x7FC00001, 0xFFC12345, 0x7F800001, 0xFFA00000, 0x80000000, 0x7F800000, 0xFF800000,
-        0x00000001),
+    4: (
+        0x7FC00001,
+        0xFFC12345,
+        0x7F800001,
+        0xFFA00000,
+        0x80000000,
+        0x7F800000,
+        0xFF800000,
+        0x00000001,
+    ),
     8: (
         0x7FF8000000000001,
         0xFFF8DEADBEEF0000,
@@ -374,7 +391,9 @@ def quiet_signaling_nans(data: bytes, dtype: str) -> bytes:
 # ------------------------------------------------------------------------ the spec
 
 
-def spec_outcome(case: Case, arrays: tuple[np.ndarray, ...] | None = None, **override: Any) -> Outcome:
+def spec_outcome(
+    case: Case, arrays: tuple[np.ndarray, ...] | None = None, **override: Any
+) -> Outcome:
     """What ``arrayselect`` answers for ``case`` (options may be overridden).
 
     With ``arrays``, :func:`arrayselect.select` runs and the outcome has the

@@ -3,7 +3,9 @@
 # docs; then check that the asv benchmark suite imports and is well formed
 # (against this environment) and that the quick benchmark comparison runs and
 # matches NumPy.
-ARRAYSELECT_EXTRAS=test,dev
+# conformance: OpenVINO, ONNX Runtime and PaddlePaddle for tests/test_conformance_runtimes.py
+# (measured: +47 s of install and ~1 GB in .venv, ~5 s of tests).
+ARRAYSELECT_EXTRAS=test,dev,conformance
 source "$(dirname "$0")/_venv.sh"
 set +e
 .venv/bin/python -m pytest "$@"

@@ -16,7 +16,7 @@ file                                   made from
                                        :func:`arrayselect.select_shape` and ``select``
 ``mode_*.png``, ``shapes_*.png``       ``mode_diagrams.py`` (the core's plans)
 ``api.md``                             ``arrayselect.__all__``
-``perf.md``, ``perf.png``              ``perf_data.py``: asv results when present, else a
+``perf.md``, ``perf*.png``             ``perf_data.py``: asv results when present, else a
                                        short measurement made during the build
 =====================================  =================================================
 """

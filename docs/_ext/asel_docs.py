@@ -16,8 +16,9 @@ file                                   made from
                                        :func:`arrayselect.select_shape` and ``select``
 ``mode_*.png``, ``shapes_*.png``       ``mode_diagrams.py`` (the core's plans)
 ``api.md``                             ``arrayselect.__all__``
-``perf.md``, ``perf.png``              ``perf_data.py``: asv results when present, else a
-                                       short measurement made during the build
+``perf.md``, ``perf*.png``             ``perf_data.py``: asv results when present, else a
+                                       short measurement made during the build, drawn
+                                       by ``perf_charts.py``
 =====================================  =================================================
 """
 

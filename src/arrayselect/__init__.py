@@ -3,7 +3,8 @@
 ``select(cond, then, else_)`` is ``cond ? then : else`` with the broadcasting
 modes of the OpenVINO, oneDNN and DirectML specifications (``"none"``,
 ``"numpy"``, ``"pdpd"``), for NumPy, JAX, CuPy and any other library that
-speaks the Python Array API standard.
+speaks the Python Array API standard. ``where(condition, x1, x2)`` is the
+standard's ``where`` (promotion, three-way broadcasting) on the same backends.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from arrayselect._settings import (
     set_pool_limit,
 )
 from arrayselect._shapes import COND_BROADCASTS, MODES, select_shape
+from arrayselect._where import where
 
 __version__ = "0.1.0"
 
@@ -49,6 +51,7 @@ __all__ = [
     "select_shape",
     "set_num_threads",
     "set_pool_limit",
+    "where",
 ]
 
 # NumPy is a hard dependency: its backend (the compiled kernel) loads with the

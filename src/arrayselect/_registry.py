@@ -237,9 +237,16 @@ def _describe(x: object) -> str:
 
 
 def resolve(
-    cond: object, then: object, else_: object, out: object
+    cond: object,
+    then: object,
+    else_: object,
+    out: object,
+    names: tuple[str, str, str] = ("cond", "then", "else"),
 ) -> tuple[Backend, list[tuple[str, Any]]]:
     """Pick the backend for the inputs; return it with the named array inputs.
+
+    ``names`` are what messages call the three inputs (``where`` calls them
+    ``condition``, ``x1`` and ``x2``).
 
     Raises
     ------
@@ -249,14 +256,15 @@ def resolve(
     """
     named: list[tuple[str, Any]] = []
     libraries: dict[str, str] = {}
-    for name, x in (("cond", cond), ("then", then), ("else", else_), ("out", out)):
+    values = names[1:]
+    for name, x in zip((*names, "out"), (cond, then, else_, out), strict=True):
         if name == "out" and x is None:
             continue
-        if name in ("then", "else") and type(x) in PYTHON_SCALARS:
+        if name in values and type(x) in PYTHON_SCALARS:
             continue
         library = library_of(x)
         if library is None:
-            expected = "an array" if name in ("cond", "out") else "an array or a Python scalar"
+            expected = "an array or a Python scalar" if name in values else "an array"
             raise SelectTypeError(
                 f"{name} must be {expected} of an Array API library, got {_describe(x)}"
                 + (" (convert it with xp.asarray first)" if isinstance(x, (list, tuple)) else "")

@@ -36,6 +36,7 @@ __all__ = [
     "Dim",
     "SelectPlan",
     "Shape",
+    "broadcast_together",
     "check_options",
     "make_plan",
     "normalize_shape",
@@ -282,6 +283,22 @@ def _broadcast_two(a_name: str, a: Shape, b_name: str, b: Shape, mode_text: str)
             )
         out.append(merged)
     return tuple(out)
+
+
+def broadcast_together(named: Sequence[tuple[str, Shape]], text: str) -> Shape:
+    """Broadcast named shapes all together by NumPy rules (the ``where`` of the
+    standard); ``text`` says who broadcasts, for messages.
+
+    Raises
+    ------
+    SelectShapeError
+        Naming the first two shapes that clash and the dimension.
+    """
+    name, out = named[0]
+    for other_name, other in named[1:]:
+        out = _broadcast_two(name, out, other_name, other, text)
+        name = f"the broadcast of {name} and {other_name}"
+    return out
 
 
 def _cond_one_way(cond: Shape, target: Shape, mode_text: str) -> Shape:

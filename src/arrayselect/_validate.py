@@ -33,9 +33,11 @@ __all__ = [
     "check_out",
     "check_out_layout",
     "check_scalar",
+    "scalar_fits_kind",
     "scalar_range",
     "scalar_values",
     "value_dtype",
+    "value_kind",
 ]
 
 PyScalar = bool | int | float | complex
@@ -74,7 +76,8 @@ def check_cond_dtype(backend: Backend, cond: Any) -> None:
         )
 
 
-def _value_kind(backend: Backend, name: str, dtype: Any) -> DtypeKind:
+def value_kind(backend: Backend, name: str, dtype: Any) -> DtypeKind:
+    """The kind of a value dtype (of ``then``, ``else``, the result); raise if unsupported."""
     kind = backend.dtype_kind(dtype)
     if kind is None:
         raise SelectTypeError(
@@ -121,6 +124,11 @@ class ScalarRange:
     def prepare(self, value: PyScalar) -> PyScalar:
         """``value`` as it is converted to the dtype (an int as a float where ``as_float``)."""
         return float(value) if self.as_float and type(value) is int else value
+
+
+def scalar_fits_kind(scalar_type: type, kind: DtypeKind) -> bool:
+    """Whether a Python scalar of ``scalar_type`` may take a dtype of ``kind`` (SPEC §4)."""
+    return kind in _SCALAR_FITS[scalar_type]
 
 
 def _check_scalar_kind(name: str, value: PyScalar, dtype: Any, kind: DtypeKind, other: str) -> None:
@@ -219,22 +227,22 @@ def value_dtype(
                 "or arrays of one dtype"
             )
         dtype = backend.default_dtype(type(then), cond)
-        kind = _value_kind(backend, "then", dtype)
+        kind = value_kind(backend, "then", dtype)
         _check_scalar_kind("then", then, dtype, kind, _DEFAULT)
         rng = scalar_range(backend, type(then), dtype, kind)
         return dtype, rng, rng
     if then_scalar:
         dtype = else_.dtype
-        kind = _value_kind(backend, "else", dtype)
+        kind = value_kind(backend, "else", dtype)
         _check_scalar_kind("then", then, dtype, kind, "else")
         return dtype, scalar_range(backend, type(then), dtype, kind), None
     if else_scalar:
         dtype = then.dtype
-        kind = _value_kind(backend, "then", dtype)
+        kind = value_kind(backend, "then", dtype)
         _check_scalar_kind("else", else_, dtype, kind, "then")
         return dtype, None, scalar_range(backend, type(else_), dtype, kind)
-    _value_kind(backend, "then", then.dtype)
-    _value_kind(backend, "else", else_.dtype)
+    value_kind(backend, "then", then.dtype)
+    value_kind(backend, "else", else_.dtype)
     if then.dtype != else_.dtype:
         raise SelectTypeError(
             f"then and else must have the same dtype (Select does not promote), got then "

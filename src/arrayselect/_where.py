@@ -1,0 +1,244 @@
+"""``where``: the Python Array API standard's ``where``, on Select's backends.
+
+``where(condition, x1, x2)`` is what ``np.where``, ``torch.where`` and
+``jnp.where`` compute: the three broadcast together, and ``x1``/``x2`` are
+promoted to one dtype. The promotion is the array library's own
+(``result_type`` of its Array API namespace), so that the result is the
+library's ``where``'s bit for bit: the standard's rules where it has them,
+and where it leaves mixed kinds (an integer array with a float array or a
+Python float) to the library, the library's. The operands are then made
+equal in dtype (one cast of an array whose dtype differs, a Python scalar
+converted by the library) and handed to :func:`arrayselect.select` with
+``cond_broadcast="multidirectional"``, so every backend and fast path of
+``select`` serves ``where`` too.
+
+The dtype decisions depend only on the operands' types, dtypes, and (for the
+libraries whose promotion looks at it) whether an array is 0-d or weakly
+typed, so they are kept in a small bounded cache: a call whose operands
+already agree (a Python scalar of the array's kind included) pays a
+dictionary lookup and no pass over the data.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Hashable
+from types import ModuleType
+from typing import Any, Final, NamedTuple, cast
+
+import array_api_compat as compat
+import numpy as np
+
+from arrayselect._errors import (
+    ScalarOverflowError,
+    SelectError,
+    SelectShapeError,
+    SelectTypeError,
+)
+from arrayselect._registry import resolve
+from arrayselect._select import select
+from arrayselect._shapes import broadcast_together
+from arrayselect._validate import PYTHON_SCALARS, check_devices, scalar_fits_kind, value_kind
+
+__all__ = ["where"]
+
+_CACHE_SIZE: Final = 1024
+_NAMES: Final = ("condition", "x1", "x2")
+
+
+class _Promotion(NamedTuple):
+    """What ``where`` does with operands of one kind, decided once per kind.
+
+    ``xp`` is the namespace that converts, ``dtype`` the result dtype; per
+    operand, ``convert`` says it must be converted first (an array of another
+    dtype is cast once; a Python scalar is converted by the library), and
+    ``raw`` that it is a Python scalar handed to ``select`` as it is (``select``
+    converts it as the library does, and checks its range: a value out of
+    range is converted by the library instead, as the library's ``where``
+    would).
+    """
+
+    xp: ModuleType
+    dtype: Any
+    convert1: bool
+    convert2: bool
+    raw1: bool
+    raw2: bool
+
+
+_promotions: dict[Hashable, _Promotion] = {}
+_lock = threading.Lock()
+
+
+# Array types whose promotion looks at a weak type (JAX); filled as types arrive.
+_weak_typed: dict[type, bool] = {}
+
+
+def _operand_key(x: Any) -> Hashable:
+    """What the promotion of ``x`` may depend on (never its values)."""
+    t = type(x)
+    if t in PYTHON_SCALARS:
+        return cast(Hashable, t)
+    weak = _weak_typed.get(t)
+    if weak is None:
+        weak = _weak_typed[t] = hasattr(t, "weak_type")
+    # PyTorch promotes 0-d tensors like scalars; JAX weak-typed arrays stay weak.
+    return (t, x.dtype, x.ndim == 0, weak and x.weak_type)
+
+
+def where(condition: Any, x1: Any, x2: Any, /) -> Any:
+    """Elements of ``x1`` where ``condition`` is true, of ``x2`` elsewhere (Array API).
+
+    The Python Array API standard's ``where`` (2024.12): ``condition``, ``x1``
+    and ``x2`` broadcast together, and ``x1``/``x2`` are promoted to one dtype.
+    Unlike :func:`select`, which never promotes and broadcasts ``cond`` one way,
+    ``where`` is a drop-in for ``np.where``, ``torch.where`` and ``jnp.where``
+    with three arguments, on the same backends and fast paths as ``select``.
+
+    Parameters
+    ----------
+    condition : array
+        A boolean array.
+    x1, x2 : array or Python scalar
+        Values taken where ``condition`` is true / false; at least one is an
+        array. Promoted by the array library's own rules (its ``result_type``):
+        the standard's type promotion, and the library's choice where the
+        standard leaves mixed kinds undefined (NumPy and JAX make an ``int8``
+        array and a Python float ``float64`` with 64-bit types, PyTorch its
+        default float dtype). A Python scalar is converted by the library.
+
+    Returns
+    -------
+    array
+        The result, in the inputs' namespace and on their device.
+
+    Raises
+    ------
+    SelectTypeError
+        For a ``condition`` that is not a boolean array, operands that are not
+        arrays (or two Python scalars), or dtypes the library does not promote.
+    SelectShapeError
+        If the three shapes cannot be broadcast together.
+    SelectValueError
+        For inputs on different devices.
+
+    Examples
+    --------
+    >>> import numpy as np, arrayselect as asel
+    >>> c = np.array([True, False, True])
+    >>> asel.where(c, np.array([1, 2, 3], np.int8), 0.5)
+    array([1. , 0.5, 3. ])
+    >>> asel.where(c[:, None], np.arange(3), -1)
+    array([[ 0,  1,  2],
+           [-1, -1, -1],
+           [ 0,  1,  2]])
+    """
+    try:
+        key: Hashable | None = (
+            type(condition),
+            condition.dtype,
+            _operand_key(x1),
+            _operand_key(x2),
+        )
+        promotion = _promotions.get(key)
+    except AttributeError:  # not an array: _decide raises the error
+        key = promotion = None
+    if promotion is None:
+        promotion = _decide(key, condition, x1, x2)
+    xp, dtype, convert1, convert2, raw1, raw2 = promotion
+    if convert1:
+        x1 = _convert(xp, x1, dtype, x2)
+    if convert2:
+        x2 = _convert(xp, x2, dtype, x1)
+    try:
+        return select(condition, x1, x2, cond_broadcast="multidirectional")
+    except ScalarOverflowError:
+        if not (raw1 or raw2):
+            raise
+        # Out of select's range: the library's own conversion decides (inf for a
+        # float too large for float16, its own error for an int out of range).
+        if raw1:
+            x1 = _convert(xp, x1, dtype, x2)
+        if raw2:
+            x2 = _convert(xp, x2, dtype, x1)
+        return where(condition, x1, x2)
+    except SelectError as exc:
+        _explain(condition, x1, x2, shapes=isinstance(exc, SelectShapeError))
+        raise
+
+
+def _decide(key: Hashable | None, condition: Any, x1: Any, x2: Any) -> _Promotion:
+    """Check what ``where`` requires and decide the promotion with the library's own
+    ``result_type``; remember it for operands of the same kind.
+    """
+    backend, _ = resolve(condition, x1, x2, None, _NAMES)  # non-arrays, mixed libraries
+    kind = backend.dtype_kind(condition.dtype)
+    if kind != "bool":
+        hint = (
+            " (arrayselect.select takes integer masks: nonzero is true)"
+            if kind in ("int", "uint")
+            else ""
+        )
+        raise SelectTypeError(f"condition must have a boolean dtype, got {condition.dtype}{hint}")
+    scalar1, scalar2 = type(x1) in PYTHON_SCALARS, type(x2) in PYTHON_SCALARS
+    if scalar1 and scalar2:
+        raise SelectTypeError(
+            f"x1 and x2 are both Python scalars ({x1!r}, {x2!r}); at least one of them must "
+            "be an array (Array API standard), whose dtype the result takes"
+        )
+    xp = compat.array_namespace(*[x for x in (x1, x2) if type(x) not in PYTHON_SCALARS])
+    try:
+        dtype = xp.result_type(x1, x2)
+    except Exception as exc:  # the library does not promote these
+        described = [
+            f"Python {type(x).__name__}" if type(x) in PYTHON_SCALARS else f"dtype {x.dtype}"
+            for x in (x1, x2)
+        ]
+        raise SelectTypeError(
+            f"x1 ({described[0]}) and x2 ({described[1]}) cannot be promoted to one dtype "
+            f"by {xp.__name__}: {type(exc).__name__}: {exc}"
+        ) from None
+    for name, x in (("x1", x1), ("x2", x2)):
+        if type(x) not in PYTHON_SCALARS:
+            value_kind(backend, name, x.dtype)
+    result_kind = value_kind(backend, "the result", dtype)
+    # A scalar beside an array already of the result dtype goes to select as it is.
+    raw1 = scalar1 and x2.dtype == dtype and scalar_fits_kind(type(x1), result_kind)
+    raw2 = scalar2 and x1.dtype == dtype and scalar_fits_kind(type(x2), result_kind)
+    promotion = _Promotion(
+        xp,
+        dtype,
+        not raw1 and (scalar1 or x1.dtype != dtype),
+        not raw2 and (scalar2 or x2.dtype != dtype),
+        raw1,
+        raw2,
+    )
+    if key is not None:
+        with _lock:
+            if len(_promotions) >= _CACHE_SIZE:
+                _promotions.clear()  # cheap to decide again; keeps the bound exact
+            _promotions[key] = promotion
+    return promotion
+
+
+def _convert(xp: ModuleType, x: Any, dtype: Any, other: Any) -> Any:
+    """``x`` as ``dtype``: one cast of an array, or the library's conversion of a scalar."""
+    if type(x) in PYTHON_SCALARS:
+        return xp.asarray(x, dtype=dtype, device=compat.device(other))
+    if type(x) is np.ndarray:
+        return x.astype(dtype)  # what xp.astype does, without array_api_compat's wrapper
+    return xp.astype(x, dtype)
+
+
+def _explain(condition: Any, x1: Any, x2: Any, *, shapes: bool) -> None:
+    """Raise ``select``'s error again in ``where``'s words (its argument names, the
+    broadcast of all three), where those would mislead; else return.
+    """
+    backend, named = resolve(condition, x1, x2, None, _NAMES)
+    if shapes:  # x1 with x2 first, then condition: the order the message reads best in
+        order = sorted(named, key=lambda pair: _NAMES[1:].count(pair[0]) == 0)
+        broadcast_together(
+            [(name, backend.shape(x)) for name, x in order],
+            "where broadcasts condition, x1 and x2 together",
+        )
+    check_devices(backend, named)

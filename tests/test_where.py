@@ -1,0 +1,170 @@
+"""``arrayselect.where`` against each library's own ``where``, bit for bit.
+
+Property tests (hypothesis) on every backend of the ``xp`` fixture: random
+shapes that broadcast together (ranks 0-4, sizes 0, 1 and n), every pair of
+dtypes (and Python scalars of every kind) for ``x1`` and ``x2``, values of
+random bits (NaN payloads, -0.0, subnormals). The reference is the library's
+own ``where`` (``np.where``, ``torch.where``, ``jnp.where``, ``da.where``,
+``array_api_strict.where``), never arrayselect: where it returns a result,
+``where`` returns the same dtype, shape and bits; where it refuses the
+operands, ``where`` refuses them too.
+
+One classified difference: XLA's CPU ``where`` canonicalises the NaN payloads of
+bfloat16 and three float8 types (``jnp.where`` computes through float32; see
+``docs/differences.md``), which arrayselect's JAX backend keeps; for those
+dtypes NaNs are compared as NaNs.
+"""
+
+from __future__ import annotations
+
+import math
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import ALL_DTYPES, backend_kind, dtype_skip_reason, from_numpy, numpy_dtype, to_numpy
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from oracle import bits_equal
+
+import arrayselect as asel
+
+SETTINGS = settings(
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+SCALAR_KINDS = ("py-bool", "py-int", "py-float", "py-complex")
+OPERANDS = (*ALL_DTYPES, *SCALAR_KINDS)
+# jnp.where selects these through float32 on XLA's CPU backend: NaN payloads change.
+_XLA_CANONICAL_NANS = frozenset({"bfloat16", "float8_e4m3", "float8_e5m2", "float8_e3m4"})
+
+
+def _library_where(xp: ModuleType) -> Any:
+    """The library's own ``where``: what a user coming from it calls."""
+    return {"torch": xp.where, "jax": xp.where, "dask": xp.where}.get(backend_kind(xp), xp.where)
+
+
+@st.composite
+def where_cases(draw: Any) -> tuple[Any, ...]:
+    n = draw(st.sampled_from((2, 3)))
+    rank = draw(st.integers(0, 4))
+    base = tuple(draw(st.sampled_from((0, 1, n, n, n))) for _ in range(rank))
+
+    def operand_shape() -> tuple[int, ...]:
+        keep = draw(st.integers(0, rank))
+        return tuple(1 if draw(st.integers(0, 3)) == 0 else d for d in base[rank - keep :])
+
+    kinds = (draw(st.sampled_from(OPERANDS)), draw(st.sampled_from(OPERANDS)))
+    shapes = (operand_shape(), operand_shape(), operand_shape())
+    seed = draw(st.integers(0, 2**32 - 1))
+    return kinds, shapes, seed
+
+
+def _scalar(kind: str, rng: np.random.Generator) -> Any:
+    pick = int(rng.integers(0, 6))
+    if kind == "py-bool":
+        return bool(pick % 2)
+    if kind == "py-int":
+        return (0, 1, -1, 7, 100, -128)[pick]
+    if kind == "py-float":
+        return (0.0, -0.0, 0.5, -2.25, math.inf, math.nan)[pick]
+    return (0j, 1 - 2j, complex(0.5, -0.0), complex(math.inf, 1), 1j, -1 + 0j)[pick]
+
+
+def _array(kind: str, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
+    dtype = numpy_dtype(kind)
+    if kind == "bool":
+        return rng.random(shape) < 0.5
+    raw = rng.integers(0, 256, size=math.prod(shape) * dtype.itemsize, dtype=np.uint8)
+    return raw.view(dtype).reshape(shape)
+
+
+def _outcome(fn: Any, *args: Any) -> Any:
+    try:
+        result = fn(*args)
+    except Exception as exc:
+        return exc
+    return to_numpy(result)
+
+
+def _nan_tolerant_equal(got: np.ndarray, expected: np.ndarray) -> bool:
+    if got.dtype != expected.dtype or got.shape != expected.shape:
+        return False
+    g, e = got.astype(np.float64), expected.astype(np.float64)
+    nan = np.isnan(g) & np.isnan(e)
+    return bool(np.array_equal(g[~nan], e[~nan]) and bits_equal(got[~nan], expected[~nan]))
+
+
+@SETTINGS
+@given(case=where_cases())
+def test_where_matches_the_library_where(xp: ModuleType, case: tuple[Any, ...]) -> None:
+    kinds, (cshape, shape1, shape2), seed = case
+    rng = np.random.default_rng(seed)
+    for kind in kinds:
+        if kind in ALL_DTYPES and dtype_skip_reason(xp, kind):
+            return  # the library has no such dtype
+    if kinds[0] in SCALAR_KINDS and kinds[1] in SCALAR_KINDS:
+        kinds = (kinds[0], "float32")  # at least one of x1, x2 is an array
+    operands = [
+        _scalar(kind, rng) if kind in SCALAR_KINDS else from_numpy(xp, _array(kind, shape, rng))
+        for kind, shape in zip(kinds, (shape1, shape2), strict=True)
+    ]
+    condition = from_numpy(xp, rng.random(cshape) < 0.5)
+    expected = _outcome(_library_where(xp), condition, *operands)
+    got = _outcome(asel.where, condition, *operands)
+    if isinstance(expected, Exception):
+        assert isinstance(got, Exception), (kinds, expected, got.dtype)
+        return
+    assert not isinstance(got, Exception), (kinds, expected.dtype, got)
+    if backend_kind(xp) == "jax" and expected.dtype.name in _XLA_CANONICAL_NANS:
+        assert _nan_tolerant_equal(got, expected), kinds
+    else:
+        assert bits_equal(got, expected), (kinds, got, expected)
+
+
+def test_where_refuses_what_the_standard_refuses(xp: ModuleType) -> None:
+    c = from_numpy(xp, np.array([True, False, True]))
+    x = from_numpy(xp, np.arange(3, dtype=np.float32))
+    with pytest.raises(asel.SelectTypeError, match="condition must have a boolean dtype"):
+        asel.where(from_numpy(xp, np.array([1, 0, 1], np.int8)), x, x)
+    with pytest.raises(asel.SelectTypeError, match="at least one of them must be an array"):
+        asel.where(c, 1.0, 2.0)
+    with pytest.raises(asel.SelectTypeError, match="condition must be an array"):
+        asel.where([True, False, True], x, x)
+    with pytest.raises(asel.SelectShapeError, match=r"x1 shape \(3,\) and x2 shape \(4,\)"):
+        asel.where(c, x, from_numpy(xp, np.zeros(4, np.float32)))
+    with pytest.raises(asel.SelectShapeError, match=r"condition shape \(2,\)"):
+        asel.where(from_numpy(xp, np.array([True, False])), x, 0.0)
+
+
+def test_where_needs_no_pass_when_dtypes_agree() -> None:
+    """Same dtypes, or a Python scalar of the array's kind: no cast, straight to select."""
+    from arrayselect.backends.numpy_backend import kernel
+
+    c = np.array([True, False, True])
+    x = np.arange(3, dtype=np.float32)
+    before = kernel.kernel_stats()["calls"]
+    for other in (x[::-1].copy(), 0.5):
+        result = asel.where(c, x, other)
+        assert result.dtype == np.float32
+    assert kernel.kernel_stats()["calls"] == before + 2  # one kernel call each, no astype pass
+    np.testing.assert_array_equal(asel.where(c, x, 0.5), np.where(c, x, np.float32(0.5)))
+
+
+def test_where_mixed_kinds_follow_the_library() -> None:
+    c = np.array([True, False])
+    i8 = np.array([1, 2], np.int8)
+    assert asel.where(c, i8, 0.5).dtype == np.where(c, i8, 0.5).dtype == np.float64
+    assert asel.where(c, i8, np.float32(2.5)).dtype == np.where(c, i8, np.float32(2.5)).dtype
+    assert asel.where(c, i8, np.array([1, 2], np.uint8)).dtype == np.int16
+
+
+@pytest.mark.parametrize("dtype", [d for d in ALL_DTYPES if d != "bfloat16"])
+def test_where_every_dtype_on_numpy(dtype: str) -> None:
+    rng = np.random.default_rng(1)
+    c = rng.random((4, 5)) < 0.5
+    a, b = _array(dtype, (4, 5), rng), _array(dtype, (1, 5), rng)
+    assert bits_equal(asel.where(c, a, b), np.where(c, a, b))

@@ -82,6 +82,18 @@ class PortableBackend(Backend):
             return None
         return compat.device(like)
 
+    def unsupported_layout(self, x: Any) -> tuple[str, str] | None:
+        # PyTorch's where has no kernels for these (NotImplementedError from aten::where).
+        if self.library != "torch":
+            return None
+        if str(x.layout) != "torch.strided":
+            return f"a tensor of layout {x.layout}", "convert it with x.to_dense()"
+        if x.is_quantized:
+            return "a quantized tensor", "convert it with x.dequantize()"
+        if x.is_nested:
+            return "a nested tensor", "convert it with x.to_padded_tensor(0)"
+        return None
+
     def device_of(self, x: Any) -> Any:
         # None (a JAX tracer inside jit or grad) is decided later by the library.
         return compat.device(x)

@@ -8,4 +8,6 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e ".[${ARRAYSELECT_EXTRAS}]"
+# editable_mode=strict: a tree of links to the sources on a plain .pth path, which
+# type checkers follow (the default mode's import hook hides the package from mypy).
+.venv/bin/python -m pip install -q -e ".[${ARRAYSELECT_EXTRAS}]" --config-settings editable_mode=strict

@@ -406,3 +406,20 @@ def test_cupy_blocks(rng: Any) -> None:
     got = out.compute(scheduler="sync")
     xn = cupy.asnumpy(x.compute(scheduler="sync"))
     assert_bits_equal(cupy.asnumpy(got), np.where(xn > 0.5, xn, -1.0))
+
+
+def test_compute_time_shape_error_names_no_option_the_user_did_not_pass() -> None:
+    """Unknown sizes that turn out to clash: the error says so, in the call's terms."""
+    da = pytest.importorskip("dask.array", reason="dask not installed")
+
+    def unknown(values: np.ndarray) -> Any:
+        x = da.from_array(values, chunks=10)
+        return x[x == x]  # boolean indexing: the size is NaN until computed
+
+    a, b = unknown(np.arange(3.0)), unknown(np.arange(4.0))
+    result = asel.select(a > 0, a, b)  # the default: cond_broadcast='unidirectional'
+    with pytest.raises(asel.SelectShapeError) as info:
+        result.compute()
+    message = str(info.value)
+    assert "multidirectional" not in message
+    assert "then block (3,)" in message and "else block (4,)" in message

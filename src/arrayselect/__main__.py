@@ -1,10 +1,11 @@
-"""Command line: ``python -m arrayselect [selfcheck | bench [--quick] [--png PATH]]``."""
+"""Command line: ``python -m arrayselect [--version] [selfcheck | bench [--quick] [--png PATH]]``."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
+from arrayselect import __version__
 from arrayselect._selfcheck import run_selfcheck
 
 
@@ -22,6 +23,9 @@ def main(argv: list[str] | None = None) -> int:
         0 on success, 1 when a check failed, 2 for a usage error.
     """
     parser = argparse.ArgumentParser(prog="arrayselect", description=__doc__)
+    parser.add_argument(
+        "--version", action="version", version=f"%(prog)s {__version__}", help="print the version"
+    )
     sub = parser.add_subparsers(dest="command")
     sub.add_parser("selfcheck", help="run the specifications' examples on every backend")
     bench = sub.add_parser(

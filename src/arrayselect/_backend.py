@@ -106,6 +106,15 @@ class Backend(abc.ABC):
         """
         return (tuple(x.shape), x.dtype)
 
+    def unsupported_layout(self, x: Any) -> tuple[str, str] | None:
+        """What makes array ``x`` unfit for Select although it is an array of the
+        library (sparse, quantized or nested storage), or ``None``.
+
+        Returns what ``x`` is and how to convert it, e.g. ``("a tensor of layout
+        torch.sparse_coo", "convert it with x.to_dense()")``.
+        """
+        return None
+
     def device_of(self, x: Any) -> Hashable | None:
         """The device ``x`` lives on (equal values: one device), or ``None`` when the
         library places it wherever the other inputs are (tracers, uncommitted

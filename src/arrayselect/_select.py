@@ -12,6 +12,7 @@ from arrayselect._validate import (
     Decision,
     check_cond_dtype,
     check_devices,
+    check_layouts,
     check_out,
     scalar_values,
     value_dtype,
@@ -145,11 +146,12 @@ def validate(
 ) -> Validated:
     """Every check of :func:`select`, in its order; raises what ``select`` raises.
 
-    The order is part of the contract: options, array types, ``cond``'s dtype,
+    The order is part of the contract: options, array types and layouts, ``cond``'s dtype,
     ``then``/``else`` dtypes and scalar values, shapes, devices, ``out``.
     """
     axis_int = check_options(auto_broadcast, axis, cond_broadcast)
     backend, named = resolve(cond, then, else_, out)
+    check_layouts(backend, named)
     check_cond_dtype(backend, cond)
     dtype, then_range, else_range = value_dtype(backend, cond, then, else_)
     then_value, else_value = scalar_values(then, else_, dtype, then_range, else_range)

@@ -30,6 +30,7 @@ __all__ = [
     "ScalarRange",
     "check_cond_dtype",
     "check_devices",
+    "check_layouts",
     "check_out",
     "check_out_layout",
     "check_scalar",
@@ -65,6 +66,24 @@ _OVERLAP_ENUMERATION_LIMIT: Final = 1 << 22
 
 
 # --------------------------------------------------------------------------- dtypes
+
+
+def check_layouts(backend: Backend, named: list[tuple[str, Any]]) -> None:
+    """Every array must have a layout Select can read (dense, not quantized or nested).
+
+    Raises
+    ------
+    SelectTypeError
+        Naming the argument and its layout.
+    """
+    for name, x in named:
+        found = backend.unsupported_layout(x)
+        if found is not None:
+            what, how = found
+            raise SelectTypeError(
+                f"{name} is {what}, which Select does not take (it reads dense, strided "
+                f"arrays); {how}"
+            )
 
 
 def check_cond_dtype(backend: Backend, cond: Any) -> None:

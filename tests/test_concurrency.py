@@ -182,13 +182,13 @@ def test_threads_give_serial_results():
 
 
 def _lru_caches() -> dict[str, Any]:
-    """Every functools.lru_cache-wrapped function in an arrayselect module."""
+    """Every memoised function (``functools.lru_cache``'s interface) in an arrayselect module."""
     found = {}
     for name, module in list(sys.modules.items()):
         if not name.startswith("arrayselect") or module is None:
             continue
         for attr, value in list(vars(module).items()):
-            if callable(getattr(value, "cache_parameters", None)):
+            if not isinstance(value, type) and callable(getattr(value, "cache_parameters", None)):
                 found[f"{name}.{attr}"] = value
     return found
 

@@ -15,6 +15,7 @@ def select(
     cond_dims: Dims,
     then_dims: Dims,
     else_dims: Dims,
+    max_threads: int = 0,
     /,
 ) -> Any: ...
 def fast_select(

@@ -1,4 +1,4 @@
-"""Command line: ``python -m arrayselect [--version] [selfcheck | bench [--quick] [--png PATH]]``."""
+"""Command line: ``python -m arrayselect [--version] [selfcheck | bench [--quick] [--png P]]``."""
 
 from __future__ import annotations
 

@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 import array_api_compat as compat
 
 from arrayselect._backend import Backend
+from arrayselect._caches import register_cache
 from arrayselect._errors import SelectTypeError
 from arrayselect._validate import PYTHON_SCALARS
 
@@ -94,8 +95,31 @@ fast_paths: dict[type, Callable[..., Any]] = {}
 _fast_path_library: dict[type, str] = {}
 
 
+_LIBRARY_CACHE_SIZE = 256
+_library_by_type: dict[type, str | None] = {}
+
+
 def library_of(x: object) -> str | None:
-    """Key of the array library ``x`` belongs to, or ``None`` if it is no array."""
+    """Key of the array library ``x`` belongs to, or ``None`` if it is no array.
+
+    Decided by type, once per type (a plain dictionary: cheap, and followed by
+    tracing compilers such as ``torch.compile`` without a warning).
+    """
+    t = type(x)
+    try:
+        return _library_by_type[t]
+    except KeyError:
+        pass
+    library = _classify(x)
+    if len(_library_by_type) < _LIBRARY_CACHE_SIZE:
+        _library_by_type[t] = library
+    return library
+
+
+register_cache("_registry.library_of", lambda: (len(_library_by_type), _LIBRARY_CACHE_SIZE))
+
+
+def _classify(x: object) -> str | None:
     if compat.is_numpy_array(x):
         return "numpy"
     if compat.is_jax_array(x):

@@ -21,11 +21,11 @@ constrained (``b`` against ``3`` is not an error: ``b`` may be 3 or 1).
 
 from __future__ import annotations
 
-import functools
+import contextlib
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final, NamedTuple
 
 from arrayselect._caches import register_cache
 from arrayselect._errors import SelectShapeError, SelectTypeError, SelectValueError
@@ -89,9 +89,15 @@ class SelectPlan:
     _hash: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_hash", hash((self.out_shape, self.dims, self.aligned)))
+        try:
+            value = hash((self.out_shape, self.dims, self.aligned))
+        except TypeError:  # symbolic dims that are not hashable (PyTorch's SymInt)
+            value = -1
+        object.__setattr__(self, "_hash", value)
 
     def __hash__(self) -> int:
+        if self._hash == -1:
+            return hash((self.out_shape, self.dims, self.aligned))  # raises for SymInts
         return self._hash
 
 
@@ -449,14 +455,12 @@ def _refine_unknowns(then: Shape, src: Shape, dims: tuple[int, ...]) -> Shape:
     return tuple(out)
 
 
-@functools.lru_cache(maxsize=_PLAN_CACHE_SIZE)
-def make_plan(
+def _plan(
     cond: Shape, then: Shape, else_: Shape, mode: str, axis: int, cond_broadcast: str
 ) -> SelectPlan:
     """Infer the output shape and where each input's dimensions go.
 
-    The options must already have passed :func:`check_options`. Results are
-    cached (bounded, thread-safe); errors are not.
+    The options must already have passed :func:`check_options`.
 
     Raises
     ------
@@ -480,9 +484,68 @@ def make_plan(
     return _make(out, cond, then, else_, {})
 
 
+class CacheInfo(NamedTuple):
+    """``functools.lru_cache``'s statistics, as far as :class:`PlanCache` keeps them."""
+
+    currsize: int
+    maxsize: int
+
+
+class PlanCache:
+    """:func:`make_plan` with a bounded memo of its results (errors are not kept).
+
+    A plain dictionary rather than ``functools.lru_cache``: a tracing compiler
+    (``torch.compile``) follows dictionary lookups without a warning, and
+    symbolic dimensions that are not hashable (PyTorch's ``SymInt``) simply skip
+    the memo. When full, the oldest plan is dropped. Thread-safe: each
+    dictionary operation is atomic, and a lost race only costs a recomputation.
+    """
+
+    def __init__(self, maxsize: int) -> None:
+        self.maxsize = maxsize
+        self._plans: dict[tuple[Any, ...], SelectPlan] = {}
+        self.__wrapped__ = _plan
+
+    def __call__(
+        self, cond: Shape, then: Shape, else_: Shape, mode: str, axis: int, cond_broadcast: str
+    ) -> SelectPlan:
+        key = (cond, then, else_, mode, axis, cond_broadcast)
+        try:
+            plan = self._plans.get(key)
+        except TypeError:  # unhashable (symbolic) dims: no memo
+            return _plan(*key)
+        if plan is None:
+            plan = _plan(*key)
+            plans = self._plans
+            plans[key] = plan
+            # Trim after inserting: whatever other threads do meanwhile, each
+            # leaves the memo within its bound.
+            while len(plans) > self.maxsize:
+                with contextlib.suppress(RuntimeError, StopIteration, KeyError):
+                    del plans[next(iter(plans))]
+        return plan
+
+    def cache_info(self) -> CacheInfo:
+        """Plans kept and the bound."""
+        return CacheInfo(len(self._plans), self.maxsize)
+
+    def cache_parameters(self) -> dict[str, int]:
+        """The bound, as ``functools.lru_cache`` reports it."""
+        return {"maxsize": self.maxsize}
+
+    def cache_clear(self) -> None:
+        """Forget every plan."""
+        self._plans.clear()
+
+
+#: ``make_plan(cond, then, else_, mode, axis, cond_broadcast)``: the plan of a call
+#: whose options passed :func:`check_options` (see :func:`_plan`), memoised.
+make_plan = PlanCache(_PLAN_CACHE_SIZE)
+
+
 def _plan_cache_report() -> tuple[int, int]:
     info = make_plan.cache_info()
-    return info.currsize, _PLAN_CACHE_SIZE
+    return info.currsize, info.maxsize
 
 
 register_cache("_shapes.make_plan", _plan_cache_report)

@@ -401,6 +401,7 @@ typedef struct {
     npy_intp loop_arg;              /* last argument of the inner loop */
     sk_loop loop;
     const char *loop_name;          /* for explain() */
+    int max_threads;                /* the caller's cap on threads; 0: none */
 } sk_job;
 
 enum { OP_C = 0, OP_A = 1, OP_B = 2, OP_O = 3 };
@@ -778,9 +779,12 @@ sk_run_parallel(const sk_job *J, int parts)
 
 /* Number of threads a job of `total` elements gets. */
 static int
-sk_parts_for(npy_intp total)
+sk_parts_for(npy_intp total, int max_threads)
 {
     int threads = sk_num_threads;
+    if (max_threads > 0 && max_threads < threads) {
+        threads = max_threads;
+    }
     if (threads < 2 || total < sk_parallel_min) {
         return 1;
     }
@@ -795,7 +799,7 @@ sk_parts_for(npy_intp total)
 static void
 sk_execute(const sk_job *J)
 {
-    int parts = sk_parts_for(J->total);
+    int parts = sk_parts_for(J->total, J->max_threads);
     int threaded = 0;
     sk_calls++;
     if (J->total < SK_NOGIL_MIN) {
@@ -1456,13 +1460,13 @@ sk_describe(const sk_job *J, int temporary)
         PyTuple_SET_ITEM(strides, k, t);
     }
     return Py_BuildValue("{s:N,s:N,s:s,s:i,s:O}", "shape", shape, "strides", strides, "loop",
-                         J->loop_name, "threads", sk_parts_for(J->total), "temporary",
+                         J->loop_name, "threads", sk_parts_for(J->total, J->max_threads), "temporary",
                          temporary ? Py_True : Py_False);
 }
 
 static PyObject *
 sk_core(PyArray_Descr *descr, npy_intp csz, npy_intp strides[4][SK_MAXDIMS], char *in_data[3],
-        PyArrayObject *out_arr, int nd, const npy_intp *out_dims, int explain)
+        PyArrayObject *out_arr, int nd, const npy_intp *out_dims, int explain, int max_threads)
 {
     char *data[4];
     const npy_intp isz = descr->elsize;
@@ -1533,6 +1537,7 @@ sk_core(PyArray_Descr *descr, npy_intp csz, npy_intp strides[4][SK_MAXDIMS], cha
     sk_job job;
     if (!need_temp) {
         sk_prepare(&job, nd, out_dims, strides, data, isz, csz, alias[1], alias[2], alias[0]);
+        job.max_threads = max_threads;
         if (explain) {
             Py_DECREF(out);
             return sk_describe(&job, 0);
@@ -1554,6 +1559,7 @@ sk_core(PyArray_Descr *descr, npy_intp csz, npy_intp strides[4][SK_MAXDIMS], cha
     }
     data[OP_O] = PyArray_BYTES(tmp);
     sk_prepare(&job, nd, out_dims, strides, data, isz, csz, 0, 0, 0);
+    job.max_threads = max_threads;
     if (explain) {
         Py_DECREF(tmp);
         Py_DECREF(out);
@@ -1575,11 +1581,12 @@ bad_out_shape:
 }
 
 /*
- * select(cond, then, else_, out, out_shape, cond_dims, then_dims, else_dims)
+ * select(cond, then, else_, out, out_shape, cond_dims, then_dims, else_dims[, max_threads])
  *
  * The core has validated everything and made the plan (out_shape and, per
  * input, SelectPlan.dims or None for right-aligned); this checks again only
- * what would make the loops unsafe.
+ * what would make the loops unsafe. max_threads (default 0: none) caps the
+ * threads of this one call (the PyTorch backend passes torch's thread count).
  */
 static PyObject *
 sk_select_impl(PyObject *const *args, Py_ssize_t nargs, int explain)
@@ -1590,9 +1597,17 @@ sk_select_impl(PyObject *const *args, Py_ssize_t nargs, int explain)
     npy_intp out_dims[SK_MAXDIMS];
     int nd;
 
-    if (nargs != 8) {
-        PyErr_SetString(PyExc_TypeError, "select() takes exactly 8 arguments");
+    int max_threads = 0;
+    if (nargs != 8 && nargs != 9) {
+        PyErr_SetString(PyExc_TypeError, "select() takes 8 or 9 arguments");
         return NULL;
+    }
+    if (nargs == 9) {
+        long cap = PyLong_AsLong(args[8]);
+        if (cap == -1 && PyErr_Occurred()) {
+            return NULL;
+        }
+        max_threads = cap < 0 ? 0 : cap > SK_MAX_THREADS ? SK_MAX_THREADS : (int)cap;
     }
     for (int k = 0; k < 3; k++) {
         if (sk_check_array(args[k], names[k]) < 0) {
@@ -1624,7 +1639,8 @@ sk_select_impl(PyObject *const *args, Py_ssize_t nargs, int explain)
         data[k] = PyArray_BYTES(arr);
     }
     return sk_core(descr, PyArray_ITEMSIZE((PyArrayObject *)args[0]), strides, data,
-                   args[3] == Py_None ? NULL : (PyArrayObject *)args[3], nd, out_dims, explain);
+                   args[3] == Py_None ? NULL : (PyArrayObject *)args[3], nd, out_dims, explain,
+                   max_threads);
 }
 
 static PyObject *
@@ -2153,7 +2169,7 @@ sk_fast_select(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t nar
     }
     result = sk_core(descr, PyArray_ITEMSIZE((PyArrayObject *)cond), strides, data,
                      out == Py_None ? NULL : (PyArrayObject *)out, out_shape.nd, out_shape.dims,
-                     0);
+                     0, 0);
 done:
     Py_DECREF(descr);
     return result;

@@ -83,16 +83,13 @@ class PortableBackend(Backend):
         return compat.device(like)
 
     def unsupported_layout(self, x: Any) -> tuple[str, str] | None:
-        # PyTorch's where has no kernels for these (NotImplementedError from aten::where).
+        # PyTorch's where has no kernels for sparse, quantized or nested tensors;
+        # the PyTorch backend knows which those are.
         if self.library != "torch":
             return None
-        if str(x.layout) != "torch.strided":
-            return f"a tensor of layout {x.layout}", "convert it with x.to_dense()"
-        if x.is_quantized:
-            return "a quantized tensor", "convert it with x.dequantize()"
-        if x.is_nested:
-            return "a nested tensor", "convert it with x.to_padded_tensor(0)"
-        return None
+        from .torch_backend import unsupported_layout
+
+        return unsupported_layout(x)
 
     def device_of(self, x: Any) -> Any:
         # None (a JAX tracer inside jit or grad) is decided later by the library.

@@ -312,12 +312,13 @@ def test_entry_point_plugin(clean_registry):
 
 
 def test_entry_point_plugin_for_installed_library(clean_registry):
-    """A plugin keyed by a real library (torch) takes over from the portable backend."""
-    torch = pytest.importorskip("torch", reason="torch not installed")
+    """A plugin keyed by a real library (array_api_strict) takes over from the portable
+    backend."""
+    strict = pytest.importorskip("array_api_strict", reason="array_api_strict not installed")
     calls = []
 
     class Wrapped(BackendBase):
-        name = "torch-plugin"
+        name = "strict-plugin"
 
         def __init__(self, inner):
             self.inner = inner
@@ -346,14 +347,14 @@ def test_entry_point_plugin_for_installed_library(clean_registry):
 
     from arrayselect.backends.portable import PortableBackend
 
-    module = types.ModuleType("torchplug_arrayselect")
+    module = types.ModuleType("strictplug_arrayselect")
     module.create = lambda xp: Wrapped(PortableBackend(xp))  # type: ignore[attr-defined]
-    clean_registry.setitem(sys.modules, "torchplug_arrayselect", module)
+    clean_registry.setitem(sys.modules, "strictplug_arrayselect", module)
     ep = importlib.metadata.EntryPoint(
-        "torch", "torchplug_arrayselect:create", _registry.ENTRY_POINT_GROUP
+        "array_api_strict", "strictplug_arrayselect:create", _registry.ENTRY_POINT_GROUP
     )
     clean_registry.setattr(_registry, "entry_points", lambda *, group: [ep])
-    result = asel.select(torch.tensor([True, False]), torch.tensor([1, 2]), 0)
+    result = asel.select(strict.asarray([True, False]), strict.asarray([1, 2]), 0)
     assert calls == [(2,)]
     assert bits_equal(to_numpy(result), np.array([1, 0]))
 

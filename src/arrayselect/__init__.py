@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 
+from arrayselect import _import_hook, _registry
 from arrayselect._errors import (
     ScalarOverflowError,
     SelectError,
@@ -56,5 +57,7 @@ __all__ = [
 
 # NumPy is a hard dependency: its backend (the compiled kernel) loads with the
 # package, so a missing or broken build fails here, loudly. Other array
-# libraries' backends load when their arrays first arrive.
+# libraries' backends load when their arrays first arrive, but PyTorch's as soon
+# as torch is imported: torch.compile cannot create it (see _import_hook).
 importlib.import_module("arrayselect.backends.numpy_backend")
+_import_hook.create_on_import("torch", lambda: _registry.create_backend("torch"))

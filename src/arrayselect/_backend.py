@@ -103,6 +103,10 @@ class Backend(abc.ABC):
         """What a validation decision depends on about array ``x``: its shape and
         dtype (a library may add more, e.g. JAX's weak type). Fast paths key
         their caches with it.
+
+        A backend may instead set ``signature`` to a tuple of attribute names
+        (``("shape", "dtype", "device")``): the fast path then reads those
+        attributes itself, in C, which is cheaper than calling a method.
         """
         return (tuple(x.shape), x.dtype)
 

@@ -24,7 +24,7 @@
 typedef struct {
     PyObject_HEAD
     PyObject *types;          /* frozenset of exact array types */
-    PyObject *signature;      /* signature(x) -> hashable */
+    PyObject *signature;      /* signature(x) -> hashable, or a tuple of attribute names */
     PyObject *cache;          /* dict: key -> (decision, prepared, then_range, else_range) */
     PyObject *miss;           /* miss(key, cond, then, else_, ab, axis, cb, out) */
     PyObject *general;        /* general(cond, then, else_, ab, axis, cb, out) */
@@ -47,11 +47,34 @@ is_scalar_type(PyTypeObject *t)
            t == &PyComplex_Type;
 }
 
+/* signature(x), or the tuple of x's attributes the signature names. */
+static PyObject *
+signature_of(SignatureCall *self, PyObject *x)
+{
+    if (!PyTuple_CheckExact(self->signature)) {
+        return PyObject_CallOneArg(self->signature, x);
+    }
+    const Py_ssize_t n = PyTuple_GET_SIZE(self->signature);
+    PyObject *sig = PyTuple_New(n);
+    if (sig == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *value = PyObject_GetAttr(x, PyTuple_GET_ITEM(self->signature, i));
+        if (value == NULL) {
+            Py_DECREF(sig);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(sig, i, value);
+    }
+    return sig;
+}
+
 /* The key of an array operand: signature(x), or (type(x), signature(x)). */
 static PyObject *
 array_key(SignatureCall *self, PyObject *x)
 {
-    PyObject *sig = PyObject_CallOneArg(self->signature, x);
+    PyObject *sig = signature_of(self, x);
     if (sig == NULL || !self->typed) {
         return sig;
     }
@@ -177,7 +200,13 @@ signature_call(PyObject *callable, PyObject *const *args, size_t nargsf, PyObjec
             part = array_key(self, ops[k]);
             if (part == NULL) {
                 Py_DECREF(key);
-                return NULL;
+                if (!PyErr_ExceptionMatches(PyExc_Exception)) {
+                    return NULL;
+                }
+                /* no signature (e.g. a tensor whose sizes cannot be read):
+                 * the general path says why */
+                PyErr_Clear();
+                Py_RETURN_NOTIMPLEMENTED;
             }
         }
         else {

@@ -71,6 +71,10 @@ class SignatureCache:
         runs them (JAX's ``jit`` does); any exception from ``run`` then sends
         the call to the general path, which raises the core's error. Otherwise
         devices are checked with the core's :func:`check_devices` on every call.
+    devices_in_signature : bool, optional
+        :meth:`Backend.signature` includes the device, so a cached signature
+        stands for one combination of devices the core has accepted, and no
+        device check is needed on a hit.
     maxsize : int, optional
         Most signatures kept; the oldest is dropped first.
 
@@ -90,6 +94,7 @@ class SignatureCache:
         *,
         prepare: Prepare | None = None,
         devices_checked_by_run: bool = False,
+        devices_in_signature: bool = False,
         maxsize: int = 1024,
     ) -> None:
         if maxsize < 1:
@@ -105,8 +110,8 @@ class SignatureCache:
         self._cache: dict[Hashable, tuple[Decision, Any, Any, Any]] = {}
         self._lock = threading.Lock()
         # Backends that keep every array on one device need no device check.
-        self._check_devices = (
-            type(backend).device_of is not Backend.device_of and not devices_checked_by_run
+        self._check_devices = type(backend).device_of is not Backend.device_of and not (
+            devices_checked_by_run or devices_in_signature
         )
         # The hit path, in C (_fastcall.c): key, lookup, the core's value checks, run.
         self._call = SignatureCall(

@@ -77,6 +77,7 @@ _BUILTIN: dict[str, str] = {
     "jax": "arrayselect.backends.jax_backend:create",
     "dask": "arrayselect.backends.dask_backend:create",
     "cupy": "arrayselect.backends.cupy_backend:create",
+    "torch": "arrayselect.backends.torch_backend:create",
     PORTABLE: "arrayselect.backends.portable:create",
 }
 _factories: dict[str, BackendFactory | str] = dict(_BUILTIN)
@@ -206,6 +207,20 @@ def _install_fast_path(library: str, backend: Backend) -> None:
     for array_type in fast.array_types:
         fast_paths[array_type] = fast.call
         _fast_path_library[array_type] = library
+
+
+def create_backend(library: str) -> None:
+    """Create the (non-portable) backend of ``library`` now, with its fast path.
+
+    For libraries whose backend must exist before a tracing compiler first meets
+    their arrays (see :mod:`arrayselect._import_hook`).
+    """
+    xp = importlib.import_module(f"array_api_compat.{library}")
+    previous = _force_portable.set(False)
+    try:
+        get_backend(library, xp)
+    finally:
+        _force_portable.reset(previous)
 
 
 def active_backend(library: str) -> Backend | None:

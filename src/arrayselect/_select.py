@@ -173,7 +173,15 @@ def validate(
         then = backend.scalar_array(then_value, dtype, else_)
     elif else_range is not None:
         else_ = backend.scalar_array(else_value, dtype, then)
-    return Validated(backend, Decision(plan, dtype, then_range, else_range), then, else_)
+    decision = Decision(
+        plan,
+        dtype,
+        then_range,
+        else_range,
+        cond_bool=backend.dtype_kind(cond.dtype) == "bool",
+        with_out=out is not None,
+    )
+    return Validated(backend, decision, then, else_)
 
 
 def select_general(

@@ -26,6 +26,7 @@ __all__ = [
     "default_num_threads",
     "get_num_threads",
     "get_pool_limit",
+    "num_threads_chosen",
     "on_change",
     "release_memory",
     "set_num_threads",
@@ -82,6 +83,8 @@ def _env_int(name: str, low: int, high: int, fallback: int, unit: str) -> int:
 
 
 _num_threads = _env_int(ENV_NUM_THREADS, 1, MAX_THREADS, default_num_threads(), "threads")
+# Whether the user chose the thread count (the environment or set_num_threads).
+_num_threads_chosen = bool(os.environ.get(ENV_NUM_THREADS, "").strip())
 _pool_limit = _env_int(ENV_POOL_MB, 0, 1 << 20, _DEFAULT_POOL_MB, "MiB") << 20
 
 
@@ -112,13 +115,14 @@ def set_num_threads(n: int) -> None:
     1
     >>> asel.set_num_threads(previous)
     """
-    global _num_threads
+    global _num_threads, _num_threads_chosen
     if isinstance(n, bool) or not isinstance(n, int):
         raise TypeError(f"the number of threads must be an int, got {type(n).__name__}")
     if not 1 <= n <= MAX_THREADS:
         raise ValueError(f"the number of threads must be in [1, {MAX_THREADS}], got {n}")
     with _lock:
         _num_threads = n
+        _num_threads_chosen = True
         for threads, _, _ in _listeners:
             threads(n)
 
@@ -134,6 +138,16 @@ def get_num_threads() -> int:
         this process may run on.
     """
     return _num_threads
+
+
+def num_threads_chosen() -> bool:
+    """Whether the user chose the thread count (``ARRAYSELECT_NUM_THREADS`` or
+    :func:`set_num_threads`) rather than taking the default.
+
+    A backend for a library with threads of its own (PyTorch) then caps the
+    kernel at that library's count only when the user did not choose.
+    """
+    return _num_threads_chosen
 
 
 def set_pool_limit(n_bytes: int) -> None:

@@ -217,12 +217,18 @@ class Decision:
         For an operand that is a Python scalar, the range its value must lie
         in (re-checked on every call, since the value is not part of the
         signature); ``None`` for an array operand.
+    cond_bool
+        Whether ``cond`` is boolean (else integer: nonzero is true).
+    with_out
+        Whether the call writes into ``out``.
     """
 
     plan: SelectPlan
     dtype: Any
     then_range: ScalarRange | None = None
     else_range: ScalarRange | None = None
+    cond_bool: bool = True
+    with_out: bool = False
 
 
 def value_dtype(

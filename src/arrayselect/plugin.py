@@ -54,6 +54,7 @@ from arrayselect._registry import (
     register_backend,
 )
 from arrayselect._select import Validated, select_general, validate
+from arrayselect._settings import get_num_threads, num_threads_chosen
 from arrayselect._settings import on_change as on_settings_change
 from arrayselect._shapes import SelectPlan, Shape, make_plan, same_dim
 from arrayselect._validate import (
@@ -88,7 +89,9 @@ __all__ = [
     "active_backend",
     "check_devices",
     "check_out_layout",
+    "get_num_threads",
     "make_plan",
+    "num_threads_chosen",
     "numpy_dtype_kind",
     "numpy_float_max",
     "numpy_int_range",

@@ -1,0 +1,331 @@
+"""The PyTorch backend: torch ops where PyTorch must see them, the compiled kernel elsewhere.
+
+Each validated call takes one of two routes:
+
+* **torch ops**: each input viewed with the plan's aligned shape (``reshape``
+  of a view), an integer ``cond`` compared with 0, one ``torch.where``. This is
+  ``torch.where``'s own autograd (``then``/``else`` receive the mask, summed
+  over their broadcast dimensions; ``cond`` none), ``torch.func`` transforms,
+  ``torch.compile`` and ``torch.export`` (a traced call emits ``aten.reshape``
+  and ``aten.where``, nothing of arrayselect's), every device and the ``meta``
+  device. It is taken whenever PyTorch has to see the computation: under
+  ``torch.compile``/``export``, a dispatch or function mode (``make_fx``,
+  ``FakeTensorMode``), a ``torch.func`` transform, JIT tracing, or when an
+  autograd graph has to be recorded; and for CUDA and meta tensors, conjugate
+  or negative views, and outputs below :attr:`TorchBackend.kernel_min_size`
+  elements, where ``torch.where`` is faster than any round trip.
+* **the kernel**: plain eager calls on CPU tensors with nothing to record go to
+  the NumPy backend's compiled kernel on the tensors' own memory (NumPy views,
+  no copy; dtypes NumPy lacks, bfloat16 and the float8 types among them, are
+  viewed as the unsigned integer of their size, since the kernel moves raw
+  bits). It runs on at most ``torch.get_num_threads()`` threads unless the user
+  chose arrayselect's thread count, so that the two libraries' thread pools do
+  not oversubscribe the cores torch was told it has.
+
+Validation is the core's, on the general path and on the fast path
+(:class:`~arrayselect.plugin.SignatureCache`, keyed by shape, dtype, device and
+layout). Under ``torch.compile`` the fast path steps aside and the general path
+runs, which Dynamo traces without a graph break.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import torch
+from arrayselect.backends.numpy_backend.kernel import kernel_select
+
+from arrayselect.plugin import (
+    PYTHON_SCALARS,
+    Backend,
+    Decision,
+    DtypeKind,
+    FastPath,
+    OutLayout,
+    SelectPlan,
+    Shape,
+    SignatureCache,
+    get_num_threads,
+    num_threads_chosen,
+    register_cache,
+)
+
+__all__ = ["KERNEL_MIN_SIZE", "TorchBackend", "create", "unsupported_layout"]
+
+#: Smallest output (elements) sent to the kernel. Below it ``torch.where`` on the
+#: tensors is faster than viewing them as NumPy arrays and back (the crossover
+#: measured on a 2-core x86-64 VM with a random mask; see docs/torch.md).
+KERNEL_MIN_SIZE = 8192
+
+_KINDS: dict[torch.dtype, DtypeKind] = {torch.bool: "bool"}
+for _name in ("int8", "int16", "int32", "int64"):
+    _KINDS[getattr(torch, _name)] = "int"
+for _name in ("uint8", "uint16", "uint32", "uint64"):
+    _KINDS[getattr(torch, _name)] = "uint"
+for _name in (
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "float8_e4m3fn",
+    "float8_e4m3fnuz",
+    "float8_e5m2",
+    "float8_e5m2fnuz",
+    "float8_e8m0fnu",
+):
+    if hasattr(torch, _name):
+        _KINDS[getattr(torch, _name)] = "float"
+for _name in ("complex32", "complex64", "complex128"):
+    _KINDS[getattr(torch, _name)] = "complex"
+
+# The NumPy dtype the kernel sees for each torch dtype: the dtype itself where
+# NumPy has it, else the unsigned integer of its size (raw bits).
+_RAW: dict[int, torch.dtype] = {
+    1: torch.uint8,
+    2: torch.uint16,
+    4: torch.uint32,
+    8: torch.uint64,
+    16: torch.complex128,
+}
+_NUMPY_NATIVE = frozenset(
+    {torch.bool, torch.int8, torch.int16, torch.int32, torch.int64}
+    | {torch.uint8, torch.uint16, torch.uint32, torch.uint64}
+    | {torch.float16, torch.float32, torch.float64, torch.complex64, torch.complex128}
+)
+_DEFAULTS: dict[type, torch.dtype] = {bool: torch.bool, int: torch.int64}
+_ARRAY_TYPES: tuple[type, ...] = (torch.Tensor, torch.nn.Parameter)
+
+# Typed handles on torch internals that tell whether PyTorch is watching.
+_C: Any = torch._C
+_is_compiling: Callable[[], bool] = torch.compiler.is_compiling
+
+
+def unsupported_layout(x: Any) -> tuple[str, str] | None:
+    """What makes tensor ``x`` unfit for Select (sparse, mkldnn, quantized, nested).
+
+    ``torch.where`` has no kernels for them; the portable backend asks this too.
+    """
+    if x.layout is not torch.strided:
+        return f"a tensor of layout {x.layout}", "convert it with x.to_dense()"
+    if x.is_quantized:
+        return "a quantized tensor", "convert it with x.dequantize()"
+    if x.is_nested:
+        return "a nested tensor", "convert it with x.to_padded_tensor(0)"
+    return None
+
+
+def _torch_is_watching() -> bool:
+    """Whether PyTorch must see the ops: compiling, exporting, a dispatch or function
+    mode (make_fx, FakeTensorMode), a torch.func transform, or JIT tracing.
+    """
+    return bool(
+        _is_compiling()
+        or _C._len_torch_dispatch_stack()
+        or _C._is_torch_function_mode_enabled()
+        or _C._are_functorch_transforms_active()
+        or _C._get_tracing_state() is not None
+    )
+
+
+def _compose(
+    cond: Any, then: Any, else_: Any, aligned: Any, cond_bool: bool, out: Any = None
+) -> Any:
+    """The call as torch ops: reshaped views, one ``torch.where``."""
+    c_shape, t_shape, e_shape = aligned
+    if c_shape is not None:
+        cond = cond.reshape(c_shape)
+    if t_shape is not None and type(then) not in PYTHON_SCALARS:
+        then = then.reshape(t_shape)
+    if e_shape is not None and type(else_) not in PYTHON_SCALARS:
+        else_ = else_.reshape(e_shape)
+    if not cond_bool:
+        cond = cond != 0
+    result = torch.where(cond, then, else_)
+    if out is None:
+        return result
+    out.copy_(result)  # then the result is out's, wherever out aliases an input
+    return out
+
+
+def _kernel_view(x: Any) -> np.ndarray:
+    """A NumPy view of a CPU tensor's memory (raw bits for dtypes NumPy lacks)."""
+    if x.dtype in _NUMPY_NATIVE:
+        view: np.ndarray = x.detach().numpy()
+    else:
+        view = x.detach().view(_RAW[x.element_size()]).numpy()
+    return view
+
+
+def _on_kernel(x: Any) -> bool:
+    return (
+        type(x) in _ARRAY_TYPES
+        and x.is_cpu
+        and not (x.is_complex() and x.is_conj())
+        and not x.is_neg()
+    )
+
+
+class TorchBackend(Backend):
+    """Select for ``torch.Tensor``: torch ops, or the compiled kernel on CPU memory.
+
+    Attributes
+    ----------
+    kernel_min_size
+        Smallest output (elements) that goes to the kernel; set it above any
+        size to keep every call on ``torch.where``.
+    """
+
+    name = "torch"
+    supports_out = True
+    device_hint = "move them explicitly with x.to(device)"
+    #: The fast path reads these attributes itself (C-level): what a decision
+    #: depends on, the device included (so a cached signature is one accepted
+    #: combination of devices).
+    signature = ("shape", "dtype", "device", "layout")  # type: ignore[assignment]
+
+    def __init__(self) -> None:
+        self.kernel_min_size = KERNEL_MIN_SIZE
+        self._fast = SignatureCache(
+            self, _ARRAY_TYPES, None, prepare=self._prepare, devices_in_signature=True
+        )
+        register_cache("torch_backend.fast_path", lambda: (len(self._fast), self._fast.maxsize))
+
+    # -- queries used by the core's validation ---------------------------------
+
+    def dtype_kind(self, dtype: Any) -> DtypeKind | None:
+        return _KINDS.get(dtype)
+
+    def int_range(self, dtype: Any) -> tuple[int, int]:
+        info = torch.iinfo(dtype)
+        return int(info.min), int(info.max)
+
+    def float_max(self, dtype: Any) -> float:
+        return float(torch.finfo(dtype).max)
+
+    def default_dtype(self, scalar_type: type, like: Any) -> Any:
+        found = _DEFAULTS.get(scalar_type)
+        if found is not None:
+            return found
+        real = torch.get_default_dtype()
+        if scalar_type is float:
+            return real
+        return torch.complex128 if real == torch.float64 else torch.complex64
+
+    def shape(self, x: Any) -> Shape:
+        # Symbolic sizes (SymInt, under torch.compile(dynamic=True)) are kept.
+        return tuple(x.shape)
+
+    def unsupported_layout(self, x: Any) -> tuple[str, str] | None:
+        return unsupported_layout(x)
+
+    def device_of(self, x: Any) -> Any:
+        return x.device
+
+    def out_layout(self, out: Any) -> OutLayout:
+        itemsize = out.element_size()
+        strides = tuple(s * itemsize for s in out.stride())
+        if out.requires_grad and out.is_leaf and torch.is_grad_enabled():
+            return OutLayout(False, "a leaf tensor that requires grad", strides, itemsize)
+        if not _is_compiling() and out.is_inference() and not torch.is_inference_mode_enabled():
+            return OutLayout(False, "an inference tensor outside inference mode", strides, itemsize)
+        return OutLayout(True, "", strides, itemsize)
+
+    def scalar_array(self, value: bool | int | float | complex, dtype: Any, like: Any) -> Any:
+        return torch.tensor(value, dtype=dtype, device=like.device)
+
+    # -- running -------------------------------------------------------------------
+
+    def select(self, cond: Any, then: Any, else_: Any, plan: SelectPlan, out: Any) -> Any:
+        return self._run(cond, then, else_, plan, then.dtype, cond.dtype == torch.bool, out)
+
+    def _run(
+        self,
+        cond: Any,
+        then: Any,
+        else_: Any,
+        plan: SelectPlan,
+        dtype: Any,
+        cond_bool: bool,
+        out: Any,
+    ) -> Any:
+        """A validated call, by the route the module docstring describes."""
+        if (
+            math.prod(plan.out_shape) >= self.kernel_min_size  # type: ignore[arg-type]
+            and not _torch_is_watching()
+            and not (
+                torch.is_grad_enabled()
+                and any(getattr(x, "requires_grad", False) for x in (cond, then, else_, out))
+            )
+            and all(
+                _on_kernel(x)
+                for x in (cond, then, else_, out)
+                if x is not None and type(x) not in PYTHON_SCALARS
+            )
+        ):
+            return self._kernel(cond, then, else_, plan, dtype, out)
+        return _compose(cond, then, else_, plan.aligned, cond_bool, out)
+
+    def _kernel(
+        self, cond: Any, then: Any, else_: Any, plan: SelectPlan, dtype: Any, out: Any
+    ) -> Any:
+        """The call on the compiled kernel, on the tensors' memory."""
+        values = [
+            _kernel_view(torch.tensor(x, dtype=dtype) if type(x) in PYTHON_SCALARS else x)
+            for x in (then, else_)
+        ]
+        threads = get_num_threads()
+        if not num_threads_chosen():
+            threads = min(threads, torch.get_num_threads())
+        result = kernel_select(
+            _kernel_view(cond),
+            values[0],
+            values[1],
+            None if out is None else _kernel_view(out),
+            plan.out_shape,
+            *plan.dims,
+            threads,
+        )
+        if out is not None:
+            return out
+        tensor = torch.from_numpy(result)
+        return tensor if tensor.dtype == dtype else tensor.view(dtype)
+
+    # -- the fast path -----------------------------------------------------------
+
+    def _prepare(self, decision: Decision) -> Callable[..., Any]:
+        """What a cached signature runs: ``torch.where`` itself where nothing else is
+        needed (a small, same-shape call with a boolean cond and no out), else the
+        route of :meth:`_run`.
+        """
+        plan = decision.plan
+        small = math.prod(plan.out_shape) < self.kernel_min_size  # type: ignore[arg-type]
+        plain = decision.cond_bool and not decision.with_out and plan.aligned == (None,) * 3
+        if small and plain:
+            return torch.where
+        dtype, cond_bool = decision.dtype, decision.cond_bool
+
+        def run(cond: Any, then: Any, else_: Any, out: Any = None) -> Any:
+            return self._run(cond, then, else_, plan, dtype, cond_bool, out)
+
+        return run
+
+    def fast_path(self) -> FastPath:
+        cached = self._fast.fast_path().call
+
+        def fast(cond: Any, then: Any, else_: Any, ab: Any, axis: Any, cb: Any, out: Any) -> Any:
+            # Under torch.compile the general path runs (Dynamo traces it); the
+            # cached path is C, which Dynamo cannot follow.
+            if _is_compiling():
+                return NotImplemented
+            return cached(cond, then, else_, ab, axis, cb, out)
+
+        return FastPath(_ARRAY_TYPES, fast)
+
+
+def create(xp: ModuleType) -> TorchBackend:
+    """Entry-point factory: the PyTorch backend (``xp``, its namespace, is not needed)."""
+    return TorchBackend()

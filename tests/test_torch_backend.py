@@ -1,0 +1,299 @@
+"""The PyTorch backend: the kernel route on CPU memory, the torch-ops route, autograd,
+``torch.func``, ``torch.compile``, ``torch.export``, devices and layouts.
+
+Expected values come from ``torch.where`` on tensors aligned by hand (SPEC §3) or
+from the analytic derivative of Select, never from arrayselect.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch is not installed")
+
+import arrayselect as asel  # noqa: E402
+from arrayselect.backends import torch_backend  # noqa: E402
+from arrayselect.backends.numpy_backend import kernel  # noqa: E402
+
+BIG = torch_backend.KERNEL_MIN_SIZE * 2  # outputs at least this large take the kernel
+KERNEL_DTYPES = [
+    torch.bool, torch.int8, torch.int16, torch.int32, torch.int64,
+    torch.uint8, torch.uint16, torch.uint32, torch.uint64,
+    torch.float16, torch.bfloat16, torch.float32, torch.float64,
+    torch.float8_e4m3fn, torch.float8_e5m2, torch.complex32, torch.complex64, torch.complex128,
+]  # fmt: skip
+
+
+def _bits(x: Any) -> Any:
+    """The raw bits of a tensor, for bit-exact comparisons (NaN payloads included)."""
+    x = x.detach().contiguous()
+    raw = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+    if x.element_size() == 16:
+        return x.view(torch.float64).view(torch.int64)
+    return x.view(raw[x.element_size()])
+
+
+def _random(shape: tuple[int, ...], dtype: Any, seed: int = 0) -> Any:
+    g = torch.Generator().manual_seed(seed)
+    if dtype == torch.bool:
+        return torch.rand(shape, generator=g) < 0.5
+    size = int(np.prod(shape)) * torch.empty((), dtype=dtype).element_size()
+    raw = torch.randint(0, 256, (size,), dtype=torch.uint8, generator=g)
+    return raw.view(dtype).reshape(shape)
+
+
+def _kernel_calls() -> int:
+    return kernel.kernel_stats()["calls"]
+
+
+@pytest.mark.parametrize("dtype", KERNEL_DTYPES, ids=str)
+def test_every_dtype_through_the_kernel_bit_exact(dtype: Any) -> None:
+    cond = _random((BIG,), torch.bool, 1)
+    then, else_ = _random((BIG,), dtype, 2), _random((BIG,), dtype, 3)
+    before = _kernel_calls()
+    got = asel.select(cond, then, else_)
+    assert _kernel_calls() == before + 1
+    assert got.dtype == dtype and got.shape == (BIG,)
+    assert torch.equal(_bits(got), _bits(torch.where(cond, then, else_)))
+
+
+@pytest.mark.parametrize("cond_dtype", [torch.int8, torch.uint8, torch.int32, torch.int64])
+def test_integer_conds_on_both_routes(cond_dtype: Any) -> None:
+    for n in (7, BIG):
+        cond = torch.randint(-2, 3, (n,)).to(cond_dtype)
+        then, else_ = torch.arange(n, dtype=torch.float32), -torch.ones(n)
+        assert torch.equal(asel.select(cond, then, else_), torch.where(cond != 0, then, else_))
+
+
+def test_strided_inputs_and_broadcasting_through_the_kernel() -> None:
+    base = torch.rand(256, 1024)
+    cond = torch.rand(512, 256) < 0.5
+    then, else_ = base[:, ::2].T, base.T[::2].flip(0)  # a transposed slice, a flipped copy
+    before = _kernel_calls()
+    assert torch.equal(asel.select(cond, then, else_), torch.where(cond, then, else_))
+    row = torch.rand(256)
+    assert torch.equal(asel.select(cond, then, row), torch.where(cond, then, row))
+    # pdpd: else fitted at axis 0
+    col = torch.rand(512)
+    got = asel.select(cond, then, col, auto_broadcast="pdpd", axis=0)
+    assert torch.equal(got, torch.where(cond, then, col[:, None]))
+    assert _kernel_calls() == before + 3
+
+
+def test_out_in_place_including_then_and_else() -> None:
+    cond = _random((BIG,), torch.bool, 4)
+    then, else_ = torch.rand(BIG), torch.rand(BIG)
+    expected = torch.where(cond, then, else_)
+    out = torch.empty(BIG)
+    assert asel.select(cond, then, else_, out=out) is out and torch.equal(out, expected)
+    t, e = then.clone(), else_.clone()
+    assert asel.select(cond, t, e, out=t) is t and torch.equal(t, expected)
+    t, e = then.clone(), else_.clone()
+    assert asel.select(cond, t, e, out=e) is e and torch.equal(e, expected)
+    # out overlapping then partially: computed through a temporary
+    buf = torch.arange(BIG + 1, dtype=torch.float32)
+    shifted = buf[1:].clone()
+    got = asel.select(cond, buf[:-1], -shifted, out=buf[1:])
+    assert torch.equal(got, torch.where(cond, torch.arange(BIG, dtype=torch.float32), -shifted))
+
+
+def test_python_scalars_on_both_routes() -> None:
+    for n in (5, BIG):
+        cond = _random((n,), torch.bool, 5)
+        then = torch.rand(n, dtype=torch.float16)
+        assert torch.equal(asel.select(cond, then, 0.1), torch.where(cond, then, 0.1))
+        assert torch.equal(asel.select(cond, 3, then), torch.where(cond, 3, then))
+    with pytest.raises(asel.ScalarOverflowError):
+        asel.select(torch.tensor([True]), torch.ones(1, dtype=torch.float16), 1e10)
+
+
+# --------------------------------------------------------------------------- autograd
+
+
+def test_gradients_are_torch_where_s() -> None:
+    cond = torch.tensor([[True, False, True]])
+    then = torch.rand(2, 3, dtype=torch.float64, requires_grad=True)
+    else_ = torch.rand(3, dtype=torch.float64, requires_grad=True)  # broadcast over rows
+    asel.select(cond, then, else_).sum().backward()
+    assert torch.equal(then.grad, cond.expand(2, 3).double())
+    assert torch.equal(else_.grad, 2 * (~cond[0]).double())
+    assert torch.autograd.gradcheck(
+        lambda t, e: asel.select(cond, t, e, auto_broadcast="numpy"),
+        (then.detach().requires_grad_(), else_.detach().requires_grad_()),
+    )
+    assert torch.autograd.gradgradcheck(
+        lambda t, e: asel.select(cond, t, e), (then.detach().requires_grad_(), else_)
+    )
+
+
+def test_large_inputs_that_require_grad_take_torch_ops() -> None:
+    cond = _random((BIG,), torch.bool, 6)
+    then = torch.rand(BIG, requires_grad=True)
+    before = _kernel_calls()
+    asel.select(cond, then, 0.0).sum().backward()
+    assert _kernel_calls() == before  # an autograd graph had to be recorded
+    assert torch.equal(then.grad, cond.float())
+    with torch.no_grad():
+        asel.select(cond, then, 0.0)
+    assert _kernel_calls() == before + 1
+
+
+def test_torch_func_transforms() -> None:
+    cond = torch.tensor([True, False, True])
+    x = torch.tensor([1.0, 2.0, 3.0])
+    grad = torch.func.grad(lambda t: asel.select(cond, t, 0.0).sum())(x)
+    assert torch.equal(grad, cond.float())
+    batched = torch.func.vmap(lambda c, t: asel.select(c, t, -1.0))(
+        torch.tensor([[True, False], [False, True]]), torch.arange(4.0).reshape(2, 2)
+    )
+    assert torch.equal(batched, torch.tensor([[0.0, -1.0], [-1.0, 3.0]]))
+    jac = torch.func.jacrev(lambda t: asel.select(cond, t, t * 2))(x)
+    assert torch.equal(jac, torch.diag(torch.tensor([1.0, 2.0, 1.0])))
+    jac_fwd = torch.func.jacfwd(lambda t: asel.select(cond, t, t * 2))(x)
+    assert torch.equal(jac_fwd, jac)
+
+
+# --------------------------------------------------------------------------- compilers
+
+
+def _f(c: Any, a: Any, b: Any) -> Any:
+    return asel.select(c, a * 2, b) + 1
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_torch_compile_fullgraph_without_graph_breaks_or_warnings(dynamic: bool) -> None:
+    torch._dynamo.reset()
+    compiled = torch.compile(_f, fullgraph=True, dynamic=dynamic, backend="eager")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for rows in (5, 7):
+            c, a, b = torch.rand(rows, 4) < 0.5, torch.rand(rows, 4), torch.rand(4)
+            assert torch.equal(compiled(c, a, b), torch.where(c, a * 2, b) + 1)
+    ours = [w for w in caught if "arrayselect" in w.filename or "array_api_compat" in w.filename]
+    assert ours == [], [str(w.message) for w in ours]
+
+
+def test_torch_compile_inductor_matches_torch_where() -> None:
+    torch._dynamo.reset()
+    compiled = torch.compile(_f, fullgraph=True)
+    c, a, b = torch.rand(64, 8) < 0.5, torch.rand(64, 8), torch.rand(8)
+    assert torch.equal(compiled(c, a, b), torch.where(c, a * 2, b) + 1)
+
+
+def test_torch_export_and_run() -> None:
+    class Pdpd(torch.nn.Module):
+        def forward(self, c: Any, a: Any, b: Any) -> Any:
+            return asel.select(c, a, b, auto_broadcast="pdpd", axis=0)
+
+    args = (torch.rand(5) < 0.5, torch.rand(5, 3), torch.rand(5))
+    program = torch.export.export(Pdpd(), args)
+    targets = {str(n.target) for n in program.graph.nodes if n.op == "call_function"}
+    assert targets <= {"aten.reshape.default", "aten.where.self"}, targets
+    c, a, b = torch.rand(5) < 0.5, torch.rand(5, 3), torch.rand(5)
+    assert torch.equal(program.module()(c, a, b), torch.where(c[:, None], a, b[:, None]))
+
+
+def test_make_fx_records_torch_ops_not_the_kernel() -> None:
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    c, a = _random((BIG,), torch.bool, 7), torch.rand(BIG)
+    graph = make_fx(lambda c, a: asel.select(c, a, 0.0))(c, a)
+    assert "where" in graph.code
+    assert torch.equal(graph(c, a), torch.where(c, a, 0.0))
+
+
+def test_compile_when_arrayselect_was_imported_before_torch() -> None:
+    """The backend is created when torch is imported, not inside the trace."""
+    code = """
+import arrayselect as asel
+import torch
+f = torch.compile(lambda c, a: asel.select(c, a, 0.0), fullgraph=True, backend="eager")
+c, a = torch.tensor([True, False]), torch.tensor([1.0, 2.0])
+assert f(c, a).tolist() == [1.0, 0.0]
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+# --------------------------------------------------------------------------- devices, layouts
+
+
+def test_meta_tensors_give_shape_and_dtype() -> None:
+    c = torch.empty(3, 1, dtype=torch.bool, device="meta")
+    t = torch.empty(3, 4, dtype=torch.bfloat16, device="meta")
+    got = asel.select(c, t, 0.5)
+    assert got.device.type == "meta" and got.shape == (3, 4) and got.dtype == torch.bfloat16
+
+
+def test_cpu_and_meta_mixed_is_a_value_error() -> None:
+    with pytest.raises(asel.SelectValueError, match="then is on meta"):
+        asel.select(torch.tensor([True]), torch.ones(1, device="meta"), torch.ones(1))
+
+
+@pytest.mark.parametrize("layout", ["sparse_coo", "sparse_csr", "quantized", "nested"])
+def test_unsupported_layouts_are_type_errors(layout: str) -> None:
+    dense = torch.eye(3)
+    x: Any
+    if layout == "sparse_coo":
+        x = dense.to_sparse()
+    elif layout == "sparse_csr":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            x = dense.to_sparse_csr()
+    elif layout == "quantized":
+        x = torch.quantize_per_tensor(dense, 0.1, 0, torch.qint8)
+    else:
+        x = torch.nested.nested_tensor([torch.ones(2), torch.ones(3)])
+    word = {"quantized": "quantized", "nested": "nested"}.get(layout, layout)
+    with pytest.raises(asel.SelectTypeError, match=rf"then is .*{word}"):
+        asel.select(torch.ones(3, 3, dtype=torch.bool), x, dense)
+
+
+def test_cuda_tensors_take_torch_where() -> None:
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device for torch (tested on the GPU machine by scripts/gpu_check.sh)")
+    c = torch.rand(BIG, device="cuda") < 0.5
+    a, b = torch.rand(BIG, device="cuda"), torch.rand(BIG, device="cuda")
+    before = _kernel_calls()
+    assert torch.equal(asel.select(c, a, b), torch.where(c, a, b))
+    assert _kernel_calls() == before
+    with pytest.raises(asel.SelectValueError, match="device"):
+        asel.select(c, a, b.cpu())
+
+
+def test_force_portable_routes_torch_to_the_portable_backend() -> None:
+    c, a = torch.tensor([True, False]), torch.tensor([1.0, 2.0])
+    assert asel.backend_for(c, a, a).name == "torch"
+    with asel.force_portable():
+        assert asel.backend_for(c, a, a).name == "portable[torch]"
+        assert asel.select(c, a, -a).tolist() == [1.0, -2.0]
+
+
+# --------------------------------------------------------------------------- threads
+
+
+def test_kernel_threads_capped_at_torch_s_unless_chosen() -> None:
+    code = """
+import torch, numpy as np, arrayselect as asel
+from arrayselect.backends.numpy_backend import kernel
+kernel.set_parallel_threshold(0)
+torch.set_num_threads(1)
+c, a = torch.rand(300000) < 0.5, torch.rand(300000)
+before = kernel.kernel_stats()["threaded_calls"]
+asel.select(c, a, 0.0)
+capped = kernel.kernel_stats()["threaded_calls"] - before
+asel.set_num_threads(2)  # the user's choice wins
+before = kernel.kernel_stats()["threaded_calls"]
+asel.select(c, a, 0.0)
+chosen = kernel.kernel_stats()["threaded_calls"] - before
+print(capped, chosen)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0", "1"], done.stdout

@@ -17,9 +17,10 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="torch is not installed")
 
-import arrayselect as asel  # noqa: E402
 from arrayselect.backends import torch_backend  # noqa: E402
 from arrayselect.backends.numpy_backend import kernel  # noqa: E402
+
+import arrayselect as asel  # noqa: E402
 
 BIG = torch_backend.KERNEL_MIN_SIZE * 2  # outputs at least this large take the kernel
 KERNEL_DTYPES = [

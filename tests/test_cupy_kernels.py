@@ -29,7 +29,7 @@ import arrayselect.backends
 import numpy as np
 import pytest
 from arrayselect.backends.cupy_backend import kernels as ck
-from conftest import ALL_DTYPES
+from xp_helpers import ALL_DTYPES
 
 from arrayselect import _registry
 

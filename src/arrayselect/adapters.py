@@ -38,7 +38,7 @@ Examples
 ('numpy', 'cpu', 'np.where')
 >>> then = lib.from_numpy(np.array([-0.0, 1.5], dtype=np.float32))
 >>> lib.to_numpy(lib.sync(lib.peer(np.array([True, False]), then, 2.0)))
-array([-0. ,  2. ], dtype=float32)
+array([-0.,  2.], dtype=float32)
 >>> found = adapters.discover(["numpy"])
 >>> [a.key for a in found.present], found.missing
 (['numpy'], {})
@@ -609,7 +609,7 @@ _FACTORIES: dict[str, Callable[[], Library]] = {
 }
 
 
-@functools.cache
+@functools.lru_cache(maxsize=64)  # bounded like every cache here: at most 10 entries
 def _get(key: str, dask_chunking: DaskChunking) -> Library | LibraryUnavailableError:
     if key not in _FACTORIES:
         raise ValueError(f"unknown adapter {key!r}; expected one of {', '.join(_FACTORIES)}")

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import io
-import subprocess
 import sys
-import textwrap
 
 import numpy as np
 import pytest
+from xp_helpers import run_without
 
 from arrayselect import _bench
 from arrayselect.__main__ import main
@@ -123,16 +122,9 @@ def test_case_labels() -> None:
 
 def test_bench_without_ml_dtypes_reports_bfloat16_not_installed() -> None:
     """A plain ``pip install .`` has no ml_dtypes: bfloat16 is reported, the rest runs."""
-    code = textwrap.dedent("""
-        import sys
-
-        class Block:
-            def find_spec(self, name, path=None, target=None):
-                if name == "ml_dtypes" or name.startswith("ml_dtypes."):
-                    raise ImportError("No module named 'ml_dtypes' (blocked by the test)")
-                return None
-
-        sys.meta_path.insert(0, Block())
+    proc = run_without(
+        "ml_dtypes",
+        """
         from arrayselect import _bench
 
         _bench.QUICK_CASES = (
@@ -142,8 +134,8 @@ def test_bench_without_ml_dtypes_reports_bfloat16_not_installed() -> None:
         status = _bench.main(quick=True)
         assert "ml_dtypes" not in sys.modules
         sys.exit(status)
-    """)
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        """,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
     cells = [[c.strip() for c in line.strip("|").split("|")] for line in lines[2:]]

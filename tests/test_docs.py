@@ -33,6 +33,7 @@ from typing import Any
 import pytest
 
 import arrayselect
+from arrayselect import adapters
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 PAGES = sorted(p for p in DOCS.glob("*.md") if p.name != "README.md")
@@ -125,14 +126,8 @@ def _jax_defaults(text: str) -> Iterator[None]:
     if "jax" not in text or importlib.util.find_spec("jax") is None:
         yield
         return
-    import jax
-
-    previous = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", False)
-    try:
+    with adapters.get("jax").x64(False):
         yield
-    finally:
-        jax.config.update("jax_enable_x64", previous)
 
 
 def run_page(page: Path) -> list[str]:

@@ -11,6 +11,9 @@ Import it from a test module as ``from xp_helpers import ...``.
 from __future__ import annotations
 
 import enum
+import subprocess
+import sys
+import textwrap
 from types import ModuleType
 from typing import Any
 
@@ -28,6 +31,7 @@ __all__ = [
     "dtype_skip_reason",
     "from_numpy",
     "numpy_dtype",
+    "run_without",
     "skip_dtype",
     "supports_out",
     "to_numpy",
@@ -151,3 +155,27 @@ def from_numpy(xp: ModuleType, a: Any) -> Any:
 def to_numpy(x: Any) -> np.ndarray:
     """A NumPy copy of array ``x`` of any library, bits preserved."""
     return adapters.for_array(x).to_numpy(x).copy()
+
+
+# --------------------------------------------------------------------------- subprocesses
+
+
+def run_without(module: str, code: str) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a fresh interpreter in which ``module`` cannot be imported.
+
+    An import of ``module`` (or of one of its submodules) raises ImportError, as
+    it would where the package is not installed.
+    """
+    blocker = textwrap.dedent(f"""
+        import sys
+
+        class _Block:
+            def find_spec(self, name, path=None, target=None):
+                if name == {module!r} or name.startswith({module + "."!r}):
+                    raise ImportError(f"No module named {{name!r}} (blocked by the test)")
+                return None
+
+        sys.meta_path.insert(0, _Block())
+    """)
+    program = blocker + textwrap.dedent(code)
+    return subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)

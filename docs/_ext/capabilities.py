@@ -30,7 +30,7 @@ import contextlib
 import importlib
 import re
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -275,10 +275,9 @@ class _Library:
         self.from_numpy = adapter.from_numpy
         self.to_numpy = adapter.to_numpy
 
-    @contextlib.contextmanager
-    def context(self) -> Iterator[None]:
+    def context(self) -> contextlib.AbstractContextManager[None]:
         """Where the probes run (e.g. JAX with 64-bit types enabled)."""
-        yield
+        return contextlib.nullcontext()
 
     def devices(self) -> list[Any]:
         info = self.namespace().__array_namespace_info__()
@@ -316,18 +315,13 @@ class _Jax(_Library):
 
     def __init__(self, adapter: adapters.Library) -> None:
         super().__init__(adapter)
-        self.jax: Any = importlib.import_module("jax")
+        assert isinstance(adapter, adapters.JaxAdapter)
+        self.jax_adapter = adapter
+        self.jax: Any = adapter.jax
 
-    @contextlib.contextmanager
-    def context(self) -> Iterator[None]:
+    def context(self) -> contextlib.AbstractContextManager[None]:
         # 64-bit dtypes exist in JAX only with x64 enabled; enable it for the probes only.
-        jax = self.jax
-        previous = jax.config.jax_enable_x64
-        jax.config.update("jax_enable_x64", True)
-        try:
-            yield
-        finally:
-            jax.config.update("jax_enable_x64", previous)
+        return self.jax_adapter.x64(True)
 
     def grad(self) -> Cell:
         jax, jnp = self.jax, self.module

@@ -46,11 +46,12 @@ array([-0.,  2.], dtype=float32)
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import math
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -469,6 +470,17 @@ class JaxAdapter(Library):
             return "cpu"
         device = self.device if self.device is not None else self.jax.devices()[0]
         return f"{device.platform}:{device.device_kind}"
+
+    @contextlib.contextmanager
+    def x64(self, enabled: bool = True) -> Iterator[None]:
+        """A block run with ``jax_enable_x64`` set to ``enabled``, restored afterwards."""
+        config = self.jax.config
+        previous = config.jax_enable_x64
+        config.update("jax_enable_x64", enabled)
+        try:
+            yield
+        finally:
+            config.update("jax_enable_x64", previous)
 
     def _put(self, a: np.ndarray) -> Any:
         wide = a.dtype.kind == "c" and a.dtype.itemsize == 16

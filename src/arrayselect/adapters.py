@@ -136,7 +136,7 @@ def _import(name: str) -> Any:
     try:
         return importlib.import_module(name)
     except ImportError as exc:
-        if exc.name is not None and name.startswith(exc.name):
+        if exc.name in (name, name.partition(".")[0]):  # the library itself, not a dependency
             raise LibraryUnavailableError(f"{name} is not installed") from exc
         raise LibraryUnavailableError(f"{name} does not import: {exc}") from exc
     except Exception as exc:  # a broken install

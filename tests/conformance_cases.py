@@ -38,7 +38,7 @@ __all__ = [
 #: The one seed every case and every input array derives from.
 SEED = 20261121
 
-#: Value dtypes the cases cycle through (names as in ``tests/conftest.py``).
+#: Value dtypes the cases cycle through (names as in ``tests/xp_helpers.py``).
 #: Complex is left out: none of the three runtimes has a complex Select.
 VALUE_DTYPES = (
     "bool",

@@ -1,60 +1,39 @@
-"""Shared fixtures: every test that takes ``xp`` runs once per array library.
+"""Fixtures and hooks: every test that takes ``xp`` runs once per array library.
 
-Modelled on data-apis/array-api-extra's ``tests/conftest.py``: a
-:class:`Backend` enum, a ``library`` fixture parametrized over it (honouring
-``@pytest.mark.skip_xp_backend(Backend.X, reason=...)``), and an ``xp``
-fixture that imports the library or skips with a reason.
+Modelled on data-apis/array-api-extra's ``tests/conftest.py``: a ``library``
+fixture parametrized over the :class:`~xp_helpers.Backend` enum, an ``xp``
+fixture that imports the library or skips with a reason, and two markers whose
+arguments are checked when the tests are collected (a marker naming something
+that is not a ``Backend``, an unknown keyword, a missing ``reason=`` or a marker
+on a test without ``xp``/``library`` is a usage error, so a typo cannot
+silently skip nothing):
+
+* ``@pytest.mark.skip_xp_backend(Backend.X, reason="...")`` skips the test on X;
+* ``@pytest.mark.xfail_xp_backend(Backend.X, reason="...", strict=...)`` expects
+  it to fail on X.
 
 ``numpy_portable`` runs NumPy arrays inside :func:`arrayselect.force_portable`,
 so the portable Array API backend is exercised on NumPy as well.
 
-Helpers :func:`from_numpy` and :func:`to_numpy` convert between NumPy and each
-library keeping the dtype (and the bits) exactly.
+What the test modules share besides fixtures (``Backend``, dtypes,
+``from_numpy``/``to_numpy``, ...) is in ``xp_helpers.py``.
 """
 
 from __future__ import annotations
 
-import enum
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
-import numpy as np
 import pytest
+from xp_helpers import Backend, adapter
 
 import arrayselect
+from arrayselect.adapters import LibraryUnavailableError
 
-__all__ = [
-    "ALL_DTYPES",
-    "Backend",
-    "dtype_skip_reason",
-    "from_numpy",
-    "numpy_dtype",
-    "supports_out",
-    "to_numpy",
-]
-
-
-class Backend(enum.Enum):
-    """An array library (or library + mode) the suite runs against."""
-
-    NUMPY = "numpy"
-    NUMPY_PORTABLE = "numpy_portable"
-    ARRAY_API_STRICT = "array_api_strict"
-    TORCH = "torch"
-    DASK = "dask.array"
-    JAX = "jax.numpy"
-    CUPY = "cupy"
-
-    def __str__(self) -> str:
-        return self.value
-
-    @property
-    def modname(self) -> str:
-        """Module to import for this backend."""
-        return "numpy" if self is Backend.NUMPY_PORTABLE else self.value
-
+# pytester runs the marker checks on small test files of their own (test_xp_markers.py).
+pytest_plugins = ("pytester",)
 
 # Filled while the session runs; printed by pytest_terminal_summary.
 _SKIPPED_BACKENDS: dict[Backend, str] = {}
@@ -66,46 +45,22 @@ def _import_backend(library: Backend) -> ModuleType:
     if library in _SKIPPED_BACKENDS:
         pytest.skip(_SKIPPED_BACKENDS[library])
     try:
-        if library is Backend.CUPY:
-            try:
-                import cupy
-            except Exception as exc:  # ImportError, or a broken CUDA install
-                raise _BackendMissing(f"no CUDA GPU (cupy not importable: {exc})") from exc
-            try:
-                count = cupy.cuda.runtime.getDeviceCount()
-            except Exception as exc:
-                raise _BackendMissing(f"no CUDA GPU ({exc})") from exc
-            if count < 1:
-                raise _BackendMissing("no CUDA GPU (device count is 0)")
-            return cupy
-        module = pytest.importorskip(library.modname, reason=f"{library.modname} is not installed")
-        if library is Backend.JAX:
-            import jax
-
-            # Before any JAX array is made: 64-bit dtypes exist only with x64.
-            jax.config.update("jax_enable_x64", True)
-        return module
-    except _BackendMissing as exc:
+        module: ModuleType = adapter(library).xp
+    except LibraryUnavailableError as exc:
         _SKIPPED_BACKENDS[library] = str(exc)
         pytest.skip(str(exc))
-    except pytest.skip.Exception as exc:
-        _SKIPPED_BACKENDS[library] = str(exc.msg)
-        raise
+    if library is Backend.JAX:
+        import jax
 
-
-class _BackendMissing(Exception):
-    pass
+        # Before any JAX array is made: 64-bit dtypes exist only with x64.
+        jax.config.update("jax_enable_x64", True)
+    return module
 
 
 @pytest.fixture(params=tuple(Backend), ids=str)
 def library(request: pytest.FixtureRequest) -> Backend:
-    """The backend under test; honours ``skip_xp_backend`` markers."""
+    """The backend under test (``skip_xp_backend``/``xfail_xp_backend``: see the hooks)."""
     elem: Backend = request.param
-    for marker in request.node.iter_markers("skip_xp_backend"):
-        skipped = marker.kwargs.get("library") or marker.args[0]
-        if skipped == elem:
-            reason = marker.kwargs.get("reason") or f"skip for {elem}"
-            pytest.skip(reason)
     return elem
 
 
@@ -124,10 +79,87 @@ def xp(library: Backend) -> Iterator[ModuleType]:
         yield module
 
 
+# --------------------------------------------------------------------------- markers
+
+#: The backend markers and the keywords each takes (``reason`` is required).
+_XP_MARKERS: dict[str, frozenset[str]] = {
+    "skip_xp_backend": frozenset({"reason"}),
+    "xfail_xp_backend": frozenset({"reason", "strict"}),
+}
+
+
+def _xp_marks(item: pytest.Item) -> list[tuple[str, Backend, dict[str, Any]]]:
+    """The backend markers of ``item`` as (name, backend, keywords), checked.
+
+    Raises
+    ------
+    TypeError
+        For a marker whose arguments are not one ``Backend`` and a ``reason``.
+    """
+    found = []
+    for name, allowed in _XP_MARKERS.items():
+        for marker in item.iter_markers(name):
+            if len(marker.args) != 1 or not isinstance(marker.args[0], Backend):
+                raise TypeError(
+                    f"{name} takes one positional argument, a Backend member "
+                    f"(e.g. Backend.JAX); got {marker.args!r}"
+                )
+            backend = marker.args[0]
+            unknown = set(marker.kwargs) - allowed
+            if unknown:
+                raise TypeError(
+                    f"{name}({backend}): unexpected keyword(s) {sorted(unknown)}; "
+                    f"it takes {sorted(allowed)}"
+                )
+            reason = marker.kwargs.get("reason")
+            if not isinstance(reason, str) or not reason.strip():
+                raise TypeError(
+                    f"{name}({backend}) needs reason='...': why the test does not run there"
+                )
+            found.append((name, backend, dict(marker.kwargs)))
+    return found
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Refuse the session when a backend marker is malformed or would skip nothing."""
+    problems: dict[str, None] = {}  # one line per test function, not per parameter
+    for item in items:
+        test = item.nodeid.partition("[")[0]
+        try:
+            marks = _xp_marks(item)
+        except TypeError as exc:
+            problems[f"{test}: {exc}"] = None
+            continue
+        if marks and "library" not in getattr(item, "fixturenames", ()):
+            problems[f"{test}: {marks[0][0]} on a test that takes neither xp nor library"] = None
+    if problems:
+        raise pytest.UsageError("invalid backend markers:\n" + "\n".join(problems))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Turn the backend markers for the backend this test runs on into skip/xfail marks.
+
+    Runs before pytest's own setup hook, which then applies them (and reports
+    a skip at the test's location).
+    """
+    callspec = getattr(item, "callspec", None)
+    backend = callspec.params.get("library") if callspec is not None else None
+    for name, marked, kwargs in _xp_marks(item):
+        if marked is backend:
+            mark = pytest.mark.skip if name == "skip_xp_backend" else pytest.mark.xfail
+            item.add_marker(mark(**kwargs))
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "skip_xp_backend(library, /, *, reason=None): skip the test for one Backend",
+        "skip_xp_backend(library, /, *, reason): skip the test for one Backend",
+    )
+    config.addinivalue_line(
+        "markers",
+        "xfail_xp_backend(library, /, *, reason, strict=None): expect the test to fail for "
+        "one Backend",
     )
 
 
@@ -167,141 +199,3 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     if other:
         summary = ", ".join(f"{n} {k}" for k, n in sorted(other.items()))
         tr.write_line(f"{'(backend-free)':18} {summary}")
-
-
-# --------------------------------------------------------------------------- dtypes
-
-ALL_DTYPES = (
-    "bool",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "float16",
-    "bfloat16",
-    "float32",
-    "float64",
-    "complex64",
-    "complex128",
-)
-
-
-def numpy_dtype(name: str) -> np.dtype[Any]:
-    """NumPy dtype for a dtype name; bfloat16 comes from ml_dtypes."""
-    if name == "bfloat16":
-        ml_dtypes = pytest.importorskip("ml_dtypes", reason="ml_dtypes is not installed")
-        return np.dtype(ml_dtypes.bfloat16)
-    return np.dtype(name)
-
-
-def _lib_name(xp: ModuleType) -> str:
-    return xp.__name__
-
-
-def dtype_skip_reason(xp: ModuleType, name: str) -> str | None:
-    """Why ``xp`` cannot hold dtype ``name`` (``None`` when it can)."""
-    lib = _lib_name(xp)
-    if lib == "array_api_strict" and name in ("float16", "bfloat16"):
-        return f"array_api_strict has no {name} (only the standard's dtypes)"
-    if lib == "dask.array" and name == "bfloat16":
-        return (
-            "dask has no bfloat16 of its own (array_api_compat's dask isdtype rejects "
-            "ml_dtypes dtypes)"
-        )
-    if lib == "cupy" and name == "bfloat16":
-        return "cupy has no bfloat16 dtype"
-    if lib == "numpy" and name == "bfloat16" and arrayselect_is_portable():
-        return (
-            "bfloat16 is not an Array API standard dtype: the portable backend classifies "
-            "dtypes with xp.isdtype, which rejects ml_dtypes dtypes"
-        )
-    return None
-
-
-def arrayselect_is_portable() -> bool:
-    """Whether :func:`arrayselect.force_portable` is in effect here."""
-    from arrayselect import _registry
-
-    return _registry.portable_forced()
-
-
-def skip_dtype(xp: ModuleType, name: str) -> None:
-    """Skip the running test when ``xp`` lacks dtype ``name``."""
-    reason = dtype_skip_reason(xp, name)
-    if reason is not None:
-        pytest.skip(reason)
-
-
-def supports_out(xp: ModuleType) -> bool:
-    """Whether SPEC §6 says ``out=`` works for this library (mutable arrays)."""
-    return _lib_name(xp) in ("numpy", "torch", "cupy")
-
-
-# --------------------------------------------------------------------------- conversion
-
-
-def _dask_chunks(shape: tuple[int, ...]) -> tuple[int, ...]:
-    # Two chunks along each dimension of size >= 2, so Dask really splits.
-    return tuple(max(1, (d + 1) // 2) for d in shape)
-
-
-def from_numpy(xp: ModuleType, a: Any) -> Any:
-    """An array of library ``xp`` with the values, dtype and bits of NumPy array ``a``.
-
-    Skips the test when the library has no such dtype.
-    """
-    a = np.asarray(a)
-    lib = _lib_name(xp)
-    name = "bfloat16" if a.dtype.name == "bfloat16" else a.dtype.name
-    skip_dtype(xp, name)
-    a = np.array(a, copy=True, order="C")
-    if lib == "numpy":
-        return a
-    if lib == "array_api_strict":
-        return xp.asarray(a)
-    if lib == "torch":
-        if name == "bfloat16":
-            return xp.from_numpy(a.view(np.int16)).view(xp.bfloat16)
-        return xp.from_numpy(a)
-    if lib == "dask.array":
-        return xp.from_array(a, chunks=_dask_chunks(a.shape))
-    if lib == "jax.numpy":
-        out = xp.asarray(a)
-        assert out.dtype == a.dtype, (out.dtype, a.dtype)
-        return out
-    if lib == "cupy":
-        return xp.asarray(a)
-    raise AssertionError(lib)
-
-
-def to_numpy(x: Any) -> np.ndarray:
-    """A NumPy copy of array ``x`` of any library, bits preserved."""
-    module = type(x).__module__
-    if module.startswith("torch"):
-        x = x.detach().cpu()
-        import torch
-
-        if x.dtype == torch.bfloat16:
-            import ml_dtypes
-
-            return x.view(torch.int16).numpy().view(ml_dtypes.bfloat16).copy()
-        return x.numpy().copy()
-    if module.startswith("dask"):
-        return np.asarray(x.compute()).copy()
-    if module.startswith("cupy"):
-        return x.get()
-    if module.startswith("array_api_strict"):
-        try:
-            return np.asarray(x).copy()
-        except Exception:
-            return np.from_dlpack(x).copy()
-    return np.asarray(x).copy()
-
-
-def backend_kind(xp: ModuleType) -> str:
-    """Short library name of ``xp``: numpy, torch, dask, jax, cupy, array_api_strict."""
-    return {"dask.array": "dask", "jax.numpy": "jax"}.get(_lib_name(xp), _lib_name(xp))

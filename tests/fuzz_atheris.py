@@ -32,7 +32,7 @@ with atheris.instrument_imports(include=["arrayselect"]):
 
 import numpy as np
 import test_fuzz as harness
-from conftest import ALL_DTYPES, numpy_dtype
+from xp_helpers import ALL_DTYPES, numpy_dtype
 
 MODES = ["numpy", "none", "pdpd", "NUMPY", "", None, 0, b"numpy", np.str_("pdpd")]
 CBS = ["unidirectional", "multidirectional", "uni", None]

@@ -25,7 +25,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import (
+from contract import DOCUMENTED, dtype_kind, scalar_error
+from oracle import bits_equal, oracle_select
+from xp_helpers import (
     ALL_DTYPES,
     Backend,
     backend_kind,
@@ -35,8 +37,6 @@ from conftest import (
     supports_out,
     to_numpy,
 )
-from contract import DOCUMENTED, dtype_kind, scalar_error
-from oracle import bits_equal, oracle_select
 
 import arrayselect as asel
 

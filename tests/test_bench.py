@@ -7,6 +7,7 @@ import sys
 
 import numpy as np
 import pytest
+from xp_helpers import run_without
 
 from arrayselect import _bench
 from arrayselect.__main__ import main
@@ -117,3 +118,32 @@ def test_case_labels() -> None:
     assert _bench.BenchCase("cond-row", 10**6, "bfloat16").label == "cond-row 1e6 bfloat16"
     with pytest.raises(ValueError, match="unknown pattern"):
         _bench.make_inputs(_bench.BenchCase("diagonal", 4))
+
+
+def test_bench_without_ml_dtypes_reports_bfloat16_not_installed() -> None:
+    """A plain ``pip install .`` has no ml_dtypes: bfloat16 is reported, the rest runs."""
+    proc = run_without(
+        "ml_dtypes",
+        """
+        from arrayselect import _bench
+
+        _bench.QUICK_CASES = (
+            _bench.BenchCase("same", 100, "bfloat16"),
+            _bench.BenchCase("same", 100),
+        )
+        status = _bench.main(quick=True)
+        assert "ml_dtypes" not in sys.modules
+        sys.exit(status)
+        """,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    cells = [[c.strip() for c in line.strip("|").split("|")] for line in lines[2:]]
+    rows = [(c[0], c[2], c[-1]) for c in cells if len(c) == len(COLUMNS) + 2]
+    bfloat16 = {lib: check for lib, case, check in rows if "bfloat16" in case}
+    assert {"numpy", "numpy (portable)"} <= set(bfloat16)
+    assert set(bfloat16.values()) == {"not installed"}
+    assert {check for _, case, check in rows if "float32" in case} == {"ok"}
+    notes = [line for line in lines if line.startswith("not installed: same 1e2 bfloat16")]
+    assert len(notes) == 1 and "ml_dtypes" in notes[0], proc.stdout
+    assert "bench passed" in proc.stdout

@@ -1,15 +1,24 @@
-"""The capability probe behind the documentation's tables (``arrayselect._capabilities``)."""
+"""The capability probe behind the documentation's tables (``docs/_ext/capabilities.py``)."""
 
 from __future__ import annotations
 
+import doctest
 import importlib
 import importlib.util
 import re
+import sys
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
-from arrayselect import _capabilities as caps
+# Documentation tooling, not part of the package: imported from docs/_ext, as the
+# Sphinx build (docs/conf.py) and tests/test_docs.py import its neighbours.
+_EXT = str(Path(__file__).resolve().parents[1] / "docs" / "_ext")
+if _EXT not in sys.path:
+    sys.path.insert(0, _EXT)
+caps: Any = importlib.import_module("capabilities")
 
 
 def _installed(key: str, module: str) -> bool:
@@ -120,3 +129,8 @@ def test_unknown_library_is_refused() -> None:
 def test_cell_markdown() -> None:
     assert caps.Cell("yes").markdown() == "✅"
     assert caps.Cell("no", "why").markdown() == "❌ why"
+
+
+def test_docstring_examples() -> None:
+    failures, tried = doctest.testmod(caps, optionflags=doctest.ELLIPSIS)
+    assert tried > 0 and failures == 0

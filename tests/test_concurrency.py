@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import to_numpy
 from oracle import bits_equal
+from xp_helpers import to_numpy
 
 import arrayselect as asel
 from arrayselect import _caches, _registry

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import ALL_DTYPES, numpy_dtype
+from xp_helpers import ALL_DTYPES, numpy_dtype
 
 import arrayselect as asel
 

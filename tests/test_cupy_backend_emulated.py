@@ -22,7 +22,7 @@ import arrayselect.backends
 import numpy as np
 import pytest
 from arrayselect.backends.cupy_backend import kernels as ck
-from conftest import ALL_DTYPES, numpy_dtype
+from xp_helpers import ALL_DTYPES, numpy_dtype
 
 import arrayselect as asel
 from arrayselect import _registry

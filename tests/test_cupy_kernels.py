@@ -19,7 +19,6 @@ import itertools
 import re
 import shutil
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,7 @@ import arrayselect.backends
 import numpy as np
 import pytest
 from arrayselect.backends.cupy_backend import kernels as ck
-from conftest import ALL_DTYPES
+from xp_helpers import ALL_DTYPES, run_without
 
 from arrayselect import _registry
 
@@ -489,16 +488,9 @@ def test_registry_maps_cupy_to_the_backend_factory():
 
 
 def test_import_arrayselect_does_not_import_cupy():
-    code = textwrap.dedent("""
-        import sys
-
-        class Block:
-            def find_spec(self, name, path=None, target=None):
-                if name == "cupy" or name.startswith("cupy."):
-                    raise ImportError("cupy import attempted")
-                return None
-
-        sys.meta_path.insert(0, Block())
+    proc = run_without(
+        "cupy",
+        """
         import numpy as np
         import arrayselect as asel
         import arrayselect.backends.cupy_backend.kernels
@@ -506,8 +498,8 @@ def test_import_arrayselect_does_not_import_cupy():
         asel.select(np.array([True, False]), np.arange(2), 0)
         assert "cupy" not in sys.modules
         print("ok")
-    """)
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        """,
+    )
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
 
 

@@ -24,6 +24,7 @@ import importlib
 import importlib.util
 import pkgutil
 import re
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,7 @@ from typing import Any
 import pytest
 
 import arrayselect
+from arrayselect import adapters
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 PAGES = sorted(p for p in DOCS.glob("*.md") if p.name != "README.md")
@@ -124,14 +126,8 @@ def _jax_defaults(text: str) -> Iterator[None]:
     if "jax" not in text or importlib.util.find_spec("jax") is None:
         yield
         return
-    import jax
-
-    previous = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", False)
-    try:
+    with adapters.get("jax").x64(False):
         yield
-    finally:
-        jax.config.update("jax_enable_x64", previous)
 
 
 def run_page(page: Path) -> list[str]:
@@ -203,7 +199,11 @@ def test_fenced_blocks_parser() -> None:
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
-def test_page_examples(page: Path) -> None:
+def test_page_examples(page: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Pages are written for a reader at the top of a checkout (backends.md imports
+    # docs/_ext/capabilities.py from there); what a page adds to sys.path is undone.
+    monkeypatch.chdir(DOCS.parent)
+    monkeypatch.setattr(sys, "path", list(sys.path))
     skipped = run_page(page)
     if skipped:
         pytest.skip("ran the rest; " + "; ".join(skipped))
@@ -240,8 +240,6 @@ def test_docstring_examples(name: str) -> None:
 def _ext(name: str) -> Any:
     """A module of ``docs/_ext`` (they need matplotlib, from the docs extra)."""
     pytest.importorskip("matplotlib", reason="matplotlib is in the docs extra")
-    import sys
-
     path = str(DOCS / "_ext")
     if path not in sys.path:
         sys.path.insert(0, path)

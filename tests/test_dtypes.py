@@ -8,8 +8,8 @@ from types import ModuleType
 import array_api_compat
 import numpy as np
 import pytest
-from conftest import ALL_DTYPES, backend_kind, from_numpy, numpy_dtype, skip_dtype, to_numpy
 from oracle import bits_equal, oracle_select
+from xp_helpers import ALL_DTYPES, backend_kind, from_numpy, numpy_dtype, skip_dtype, to_numpy
 
 import arrayselect as asel
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import backend_kind, dtype_skip_reason, from_numpy, supports_out, to_numpy
 from oracle import bits_equal
+from xp_helpers import backend_kind, dtype_skip_reason, from_numpy, supports_out, to_numpy
 
 import arrayselect as asel
 

@@ -11,8 +11,8 @@ from types import ModuleType
 
 import numpy as np
 import pytest
-from conftest import from_numpy, numpy_dtype, to_numpy
 from oracle import bits_equal, oracle_select
+from xp_helpers import from_numpy, numpy_dtype, to_numpy
 
 import arrayselect as asel
 

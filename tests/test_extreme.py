@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import (
+from oracle import OracleShapeError, bits_equal, oracle_index_maps, oracle_select, oracle_shape
+from xp_helpers import (
     ALL_DTYPES,
     Backend,
     backend_kind,
@@ -31,7 +32,6 @@ from conftest import (
     skip_dtype,
     to_numpy,
 )
-from oracle import OracleShapeError, bits_equal, oracle_index_maps, oracle_select, oracle_shape
 
 import arrayselect as asel
 

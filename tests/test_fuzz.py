@@ -31,7 +31,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import ALL_DTYPES, backend_kind, dtype_skip_reason, from_numpy, numpy_dtype, to_numpy
 from contract import (
     DOCUMENTED,
     axis_value,
@@ -43,6 +42,14 @@ from contract import (
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from oracle import OracleShapeError, bits_equal, oracle_select, oracle_shape
+from xp_helpers import (
+    ALL_DTYPES,
+    backend_kind,
+    dtype_skip_reason,
+    from_numpy,
+    numpy_dtype,
+    to_numpy,
+)
 
 import arrayselect as asel
 

@@ -6,8 +6,8 @@ from types import ModuleType
 
 import numpy as np
 import pytest
-from conftest import Backend, backend_kind, from_numpy, supports_out, to_numpy
 from oracle import bits_equal, oracle_select
+from xp_helpers import Backend, backend_kind, from_numpy, supports_out, to_numpy
 
 import arrayselect as asel
 

@@ -13,10 +13,10 @@ from types import ModuleType
 
 import numpy as np
 import pytest
-from conftest import backend_kind, from_numpy, to_numpy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from oracle import OracleShapeError, bits_equal, oracle_select, oracle_shape
+from xp_helpers import backend_kind, from_numpy, to_numpy
 
 import arrayselect as asel
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import from_numpy, to_numpy
 from oracle import bits_equal
+from xp_helpers import from_numpy, to_numpy
 
 import arrayselect as asel
 from arrayselect import _registry

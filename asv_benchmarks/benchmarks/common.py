@@ -24,15 +24,18 @@ dask          ``select(...).compute()`` on Dask arrays         ``da.where(...).c
 
 Whatever backend ``arrayselect`` itself picks for those arrays is what gets
 timed; the suite only uses the public API (``select``, ``force_portable``,
-``backend_for``). Device work is synchronised inside the timed call
-(``block_until_ready``, stream synchronisation, ``compute``); ``setup`` builds
-the inputs on the device, compiles (JAX) and makes one warm-up call, so neither
-compilation nor first-call costs are timed. The peer gets the same device
+``backend_for``, and :mod:`arrayselect.adapters` for moving data to each
+library and device, synchronising, the peer and the copy bandwidth). Device
+work is synchronised inside the timed call (``block_until_ready``, stream
+synchronisation, ``compute``); ``setup`` builds the inputs on the device,
+compiles (JAX) and makes one warm-up call, so neither compilation nor
+first-call costs are timed. The peer gets the same device
 arrays, reshaped (views) the way ``select``'s mode would align them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import math
@@ -53,24 +56,16 @@ except ImportError:  # asv < 0.6 or running a module by hand
 
 
 import arrayselect as asel
-
-
-def _optional(module: str) -> Any:
-    try:
-        return importlib.import_module(module)
-    except Exception:  # not installed, or broken: the backends using it are skipped
-        return None
-
+from arrayselect import adapters
 
 # Imported at module level on purpose: asv's forkserver imports the suite once
 # and forks a process per benchmark, so every child inherits these modules
 # instead of paying seconds of import time. Importing initialises no device.
-ml_dtypes = _optional("ml_dtypes")
-torch = _optional("torch")
-jax = _optional("jax")
-jnp = _optional("jax.numpy") if jax is not None else None
-cupy = _optional("cupy")
-da = _optional("dask.array")
+# (The adapters import them again, from sys.modules, when a benchmark needs one.)
+for _module in ("ml_dtypes", "torch", "jax", "jax.numpy", "cupy", "dask.array"):
+    # not installed, or broken: the backends using it are skipped
+    with contextlib.suppress(Exception):
+        importlib.import_module(_module)
 
 BACKENDS = [
     "numpy",
@@ -111,12 +106,11 @@ _COPY_BYTES = {"cpu": 2**27, "gpu": 2**30}
 
 
 def numpy_dtype(name: str) -> np.dtype[Any]:
-    """The NumPy dtype called ``name`` (bfloat16 from ``ml_dtypes``)."""
-    if name == "bfloat16":
-        if ml_dtypes is None:
-            raise SkipNotImplemented("bfloat16 needs ml_dtypes")
-        return np.dtype(ml_dtypes.bfloat16)
-    return np.dtype(name)
+    """The NumPy dtype called ``name`` (bfloat16 from ``ml_dtypes``, else a skip)."""
+    try:
+        return adapters.numpy_dtype(name)
+    except adapters.DtypeUnavailableError as exc:
+        raise SkipNotImplemented(str(exc)) from exc
 
 
 def random_values(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> np.ndarray:
@@ -317,33 +311,26 @@ def mode_case(mode: str, shape: tuple[int, int] = GRID) -> Case:
 
 
 class Target:
-    """One library on one device: how to move inputs there, run, and synchronise."""
+    """One ``backend`` parameter: a library on a device, and what ``time_select`` runs.
 
-    library = "numpy"
-    device = "cpu"
+    The library and device are an :class:`arrayselect.adapters.Library`
+    (``adapter``): it moves the inputs there bit for bit, synchronises,
+    compiles (JAX), names the peer and times the device's copy.
+    """
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, adapter: adapters.Library) -> None:
         self.name = name
-
-    # -- availability and data movement
-    def check(self) -> None:
-        """Raise ``SkipNotImplemented`` when this machine lacks the library or device."""
+        self.adapter = adapter
+        self.library = adapter.library
+        self.device = adapter.device_kind
 
     def put(self, x: np.ndarray) -> Any:
-        """``x`` as an array of this library on this device (bit for bit)."""
-        return x
+        """``x`` on this target's device; a skip when the library lacks its dtype."""
+        try:
+            return self.adapter.from_numpy(x)
+        except adapters.DtypeUnavailableError as exc:
+            raise SkipNotImplemented(f"{self.name}: {exc}") from exc
 
-    def concat(self, parts: list[Any]) -> Any:
-        """Concatenate 1-D device arrays (builds very large inputs on the device)."""
-        return np.concatenate(parts)
-
-    def transpose(self, x: Any) -> Any:
-        return x.T
-
-    def reshape(self, x: Any, shape: tuple[int, ...]) -> Any:
-        return x.reshape(shape)
-
-    # -- running
     def ours(self, kwargs: dict[str, Any]) -> Callable[..., Any]:
         """The function under test, ``f(cond, then, else_)``."""
 
@@ -354,29 +341,7 @@ class Target:
 
     def peer(self) -> Callable[..., Any] | None:
         """The library's own ``where``; ``None`` when the backend *is* the peer."""
-        return np.where
-
-    def compile(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        """Wrap a function of device arrays for timing (``jax.jit`` for JAX)."""
-        return fn
-
-    def sync(self, result: Any) -> Any:
-        """Wait for the device; return the finished result."""
-        return result
-
-    def to_numpy(self, x: Any) -> np.ndarray:
-        return np.asarray(x)
-
-    # -- the memory floor
-    def copy_seconds(self, nbytes: int) -> float:
-        """Best time of a device-to-same-device copy of ``nbytes`` bytes."""
-        src = np.ones(nbytes // 4, dtype=np.float32)
-        dst = np.empty_like(src)
-        return best_time(lambda: np.copyto(dst, src))
-
-
-class NumpyTarget(Target):
-    pass
+        return self.adapter.peer
 
 
 class NpWhereTarget(Target):
@@ -396,164 +361,21 @@ class PortableTarget(Target):
         return run
 
 
-class TorchTarget(Target):
-    library = "torch"
-
-    def __init__(self, name: str, device: str) -> None:
-        super().__init__(name)
-        self.device = "gpu" if device == "cuda" else "cpu"
-        self._torch_device = device
-
-    def check(self) -> None:
-        if torch is None:
-            raise SkipNotImplemented("torch is not installed")
-        if self._torch_device == "cuda" and not torch.cuda.is_available():
-            raise SkipNotImplemented("no CUDA device for torch")
-
-    def put(self, x: np.ndarray) -> Any:
-        if x.dtype == numpy_dtype("bfloat16"):
-            t = torch.from_numpy(np.ascontiguousarray(x).view(np.int16)).view(torch.bfloat16)
-        else:
-            t = torch.from_numpy(np.ascontiguousarray(x))
-        return t.to(self._torch_device)
-
-    def concat(self, parts: list[Any]) -> Any:
-        return torch.cat(parts)
-
-    def transpose(self, x: Any) -> Any:
-        return x.mT if x.ndim >= 2 else x
-
-    def peer(self) -> Callable[..., Any] | None:
-        return torch.where
-
-    def sync(self, result: Any) -> Any:
-        if self._torch_device == "cuda":
-            torch.cuda.synchronize()
-        return result
-
-    def to_numpy(self, x: Any) -> np.ndarray:
-        x = x.detach().cpu()
-        if x.dtype == torch.bfloat16:
-            return x.view(torch.int16).numpy().view(numpy_dtype("bfloat16"))
-        return np.asarray(x.numpy())
-
-    def copy_seconds(self, nbytes: int) -> float:
-        src = torch.ones(nbytes // 4, dtype=torch.float32, device=self._torch_device)
-        dst = torch.empty_like(src)
-        return best_time(lambda: self.sync(dst.copy_(src)))
-
-
-class JaxTarget(Target):
-    library = "jax"
-
-    def __init__(self, name: str, platform: str) -> None:
-        super().__init__(name)
-        self.device = platform
-        self._platform = platform
-
-    def _device(self) -> Any:
-        if jax is None:
-            raise SkipNotImplemented("jax is not installed")
-        try:
-            return jax.devices(self._platform)[0]
-        except RuntimeError as exc:
-            raise SkipNotImplemented(f"no JAX {self._platform} device") from exc
-
-    def check(self) -> None:
-        self._device()
-
-    def put(self, x: np.ndarray) -> Any:
-        if x.dtype.itemsize == 8 or x.dtype.kind == "c":
-            # 64-bit dtypes need x64. Switched on here, in the process asv forks
-            # for this one benchmark, never at import: the forkserver imports
-            # every benchmark module into one process, and a global x64 would
-            # change the default dtypes of other modules' benchmarks.
-            jax.config.update("jax_enable_x64", True)
-        return jax.device_put(x, self._device())
-
-    def concat(self, parts: list[Any]) -> Any:
-        return jnp.concatenate(parts)
-
-    def peer(self) -> Callable[..., Any] | None:
-        return jnp.where
-
-    def compile(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        return jax.jit(fn)
-
-    def sync(self, result: Any) -> Any:
-        return result.block_until_ready()
-
-    def copy_seconds(self, nbytes: int) -> float:
-        src = jax.device_put(np.ones(nbytes // 4, dtype=np.float32), self._device())
-        copy = jax.jit(jnp.copy)
-        copy(src).block_until_ready()
-        return best_time(lambda: copy(src).block_until_ready())
-
-
-class CupyTarget(Target):
-    library = "cupy"
-    device = "gpu"
-
-    def check(self) -> None:
-        if cupy is None:
-            raise SkipNotImplemented("cupy is not installed")
-        try:
-            count = cupy.cuda.runtime.getDeviceCount()
-        except Exception as exc:  # CUDARuntimeError without a driver
-            raise SkipNotImplemented("no CUDA device for cupy") from exc
-        if count == 0:
-            raise SkipNotImplemented("no CUDA device for cupy")
-
-    def put(self, x: np.ndarray) -> Any:
-        try:
-            return cupy.asarray(x)
-        except (TypeError, ValueError) as exc:
-            raise SkipNotImplemented(f"cupy has no {x.dtype} arrays") from exc
-
-    def concat(self, parts: list[Any]) -> Any:
-        return cupy.concatenate(parts)
-
-    def peer(self) -> Callable[..., Any] | None:
-        return cupy.where
-
-    def sync(self, result: Any) -> Any:
-        cupy.cuda.get_current_stream().synchronize()
-        return result
-
-    def to_numpy(self, x: Any) -> np.ndarray:
-        return np.asarray(x.get())
-
-    def copy_seconds(self, nbytes: int) -> float:
-        src = cupy.ones(nbytes // 4, dtype=cupy.float32)
-        dst = cupy.empty_like(src)
-        return best_time(lambda: self.sync(cupy.copyto(dst, src)))
-
-
-class DaskTarget(Target):
-    library = "dask"
-
-    def check(self) -> None:
-        if da is None:
-            raise SkipNotImplemented("dask.array is not installed")
-
-    def put(self, x: np.ndarray) -> Any:
-        if x.ndim == 0:
-            return da.from_array(x)
-        pieces = min(8, x.shape[0]) or 1
-        chunks = (-(-x.shape[0] // pieces), *x.shape[1:])
-        return da.from_array(x, chunks=chunks).persist()
-
-    def concat(self, parts: list[Any]) -> Any:
-        return da.concatenate(parts)
-
-    def peer(self) -> Callable[..., Any] | None:
-        return da.where
-
-    def sync(self, result: Any) -> Any:
-        return result.compute()
-
-    # copy_seconds: the NumPy copy. Dask arrays are NumPy chunks in host memory,
-    # and a Dask "copy" would time the scheduler rather than the memory.
+#: ``backend`` parameter -> (Target class, adapter key). Dask blocks are rows,
+#: persisted before timing (``dask_chunking="rows"``); the NumPy copy is Dask's
+#: memory floor (its blocks are NumPy arrays in host memory, and a Dask "copy"
+#: would time the scheduler rather than the memory).
+_TARGETS: dict[str, tuple[type[Target], str]] = {
+    "numpy": (Target, "numpy"),
+    "np.where": (NpWhereTarget, "numpy"),
+    "portable": (PortableTarget, "numpy"),
+    "jax-cpu": (Target, "jax-cpu"),
+    "jax-gpu": (Target, "jax-gpu"),
+    "cupy": (Target, "cupy"),
+    "torch-cpu": (Target, "torch-cpu"),
+    "torch-cuda": (Target, "torch-cuda"),
+    "dask": (Target, "dask"),
+}
 
 
 def require(backend: str, size: int | None = None) -> None:
@@ -568,34 +390,15 @@ def require(backend: str, size: int | None = None) -> None:
 
 def target(backend: str) -> Target:
     """The :class:`Target` for a ``backend`` parameter, checked to be runnable here."""
-    targets: dict[str, Callable[[], Target]] = {
-        "numpy": lambda: NumpyTarget("numpy"),
-        "np.where": lambda: NpWhereTarget("np.where"),
-        "portable": lambda: PortableTarget("portable"),
-        "jax-cpu": lambda: JaxTarget("jax-cpu", "cpu"),
-        "jax-gpu": lambda: JaxTarget("jax-gpu", "gpu"),
-        "cupy": lambda: CupyTarget("cupy"),
-        "torch-cpu": lambda: TorchTarget("torch-cpu", "cpu"),
-        "torch-cuda": lambda: TorchTarget("torch-cuda", "cuda"),
-        "dask": lambda: DaskTarget("dask"),
-    }
-    result = targets[backend]()
-    result.check()
-    return result
+    cls, key = _TARGETS[backend]
+    try:
+        adapter = adapters.get(key, dask_chunking="rows")
+    except adapters.LibraryUnavailableError as exc:
+        raise SkipNotImplemented(f"{backend}: {exc}") from exc
+    return cls(backend, adapter)
 
 
 # --------------------------------------------------------------------------- timing
-
-
-def best_time(fn: Callable[[], Any], repeat: int = 5) -> float:
-    """Shortest of ``repeat`` timed calls of ``fn`` (after one untimed call)."""
-    fn()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def median_time(fn: Callable[[], Any], min_time: float = 0.02, repeat: int = 5) -> float:
@@ -629,7 +432,7 @@ def copy_bandwidth(backend: str) -> float:
 def _copy_bandwidth(backend: str) -> float:
     t = target(backend)
     nbytes = _COPY_BYTES[t.device]
-    return 2 * nbytes / t.copy_seconds(nbytes)
+    return 2 * nbytes / t.adapter.copy_seconds(nbytes)
 
 
 # --------------------------------------------------------------------------- prepared calls
@@ -649,7 +452,7 @@ class Prepared:
         arrays = [self._put(x) for x in (case.cond, case.then, case.else_)]
         transpose_inside = case.then_transposed and t.library == "jax"
         if case.then_transposed and not transpose_inside:
-            arrays[1] = t.transpose(arrays[1])  # a strided view, as a user would have
+            arrays[1] = t.adapter.transpose(arrays[1])  # a strided view, as a user would have
         scalars = {i: x for i, x in enumerate(arrays) if not _is_array(x)}
         device_args = [x for x in arrays if _is_array(x)]
 
@@ -657,7 +460,7 @@ class Prepared:
             it = iter(args)
             full = [scalars[i] if i in scalars else next(it) for i in range(3)]
             if transpose_inside:
-                full[1] = t.transpose(full[1])
+                full[1] = t.adapter.transpose(full[1])
             return full
 
         select_fn = t.ours(case.kwargs)
@@ -669,8 +472,9 @@ class Prepared:
                 c, a, b = _align(t, (c, a, b), case.peer_shapes)
             return select_fn(c, a, b)
 
-        ours = t.compile(run_ours)
-        self.ours: Callable[[], Any] = lambda: t.sync(ours(*device_args))
+        lib = t.adapter
+        ours = lib.compile(run_ours)
+        self.ours: Callable[[], Any] = lambda: lib.sync(ours(*device_args))
         where = t.peer()
         self.peer: Callable[[], Any] | None = None
         if where is not None:
@@ -678,8 +482,8 @@ class Prepared:
             def run_peer(*args: Any) -> Any:
                 return where(*_align(t, fill(args), case.peer_shapes))
 
-            peer = t.compile(run_peer)
-            self.peer = lambda: t.sync(peer(*device_args))
+            peer = lib.compile(run_peer)
+            self.peer = lambda: lib.sync(peer(*device_args))
         try:
             self.result = self.ours()
         except asel.SelectTypeError as exc:  # a dtype arrayselect refuses for this library
@@ -692,7 +496,7 @@ class Prepared:
     def _check(self) -> None:
         """A benchmark of a wrong result is worthless: compare with NumPy bit for bit."""
         expected = self.case.reference()
-        got = self.target.to_numpy(self.result)
+        got = self.target.adapter.to_numpy(self.result)
         same = (
             got.shape == expected.shape
             and str(got.dtype) == str(expected.dtype)
@@ -708,7 +512,7 @@ class Prepared:
         if isinstance(x, Tiled):
             block = self.target.put(x.block)
             reps = -(-x.size // x.block.size)
-            return self.target.concat([block] * reps)[: x.size]
+            return self.target.adapter.concat([block] * reps)[: x.size]
         if isinstance(x, np.ndarray):
             return self.target.put(x)
         return x
@@ -737,6 +541,6 @@ def _is_array(x: Any) -> bool:
 
 def _align(t: Target, arrays: Any, shapes: tuple[tuple[int, ...] | None, ...]) -> list[Any]:
     return [
-        x if s is None or not _is_array(x) else t.reshape(x, s)
+        x if s is None or not _is_array(x) else t.adapter.reshape(x, s)
         for x, s in zip(arrays, shapes, strict=True)
     ]

@@ -7,8 +7,8 @@ excluded as source documents; the pages pull the files in with MyST's
 =====================================  =================================================
 file                                   made from
 =====================================  =================================================
-``capabilities_dtypes.md``,            :func:`arrayselect._capabilities.capability_table`:
-``capabilities_features.md``,          every installed array library, probed
+``capabilities_dtypes.md``,            ``capabilities.py``: every installed array library,
+``capabilities_features.md``,          probed through :mod:`arrayselect.adapters`
 ``capabilities_versions.md``
 ``backends_registry.md``               ``arrayselect._registry``: built-in backends and
                                        installed entry points
@@ -34,12 +34,13 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
+import capabilities
 import mode_diagrams
 import numpy as np
 import perf_data
 
 import arrayselect
-from arrayselect import _capabilities, _registry
+from arrayselect import _registry
 from arrayselect._selfcheck import EXAMPLES
 
 HERE = Path(__file__).resolve().parent
@@ -57,14 +58,14 @@ def _write(name: str, text: str) -> None:
 def write_capabilities() -> None:
     """The dtype x backend and feature x backend tables, probed now."""
     started = time.perf_counter()
-    rows = _capabilities.capability_table()
+    rows = capabilities.capability_table()
     seconds = time.perf_counter() - started
-    _write("capabilities_dtypes.md", _capabilities.dtype_markdown(rows))
-    _write("capabilities_features.md", _capabilities.feature_markdown(rows))
+    _write("capabilities_dtypes.md", capabilities.dtype_markdown(rows))
+    _write("capabilities_features.md", capabilities.feature_markdown(rows))
     libs: dict[str, str] = {}
     for row in rows:
         libs.setdefault(row.library, row.version)
-    missing = [key for key, _ in _capabilities.LIBRARIES if key not in libs]
+    missing = [key for key, _ in capabilities.LIBRARIES if key not in libs]
     lines = [
         "| library | version | backends probed |",
         "| --- | --- | --- |",

@@ -10,7 +10,6 @@ copy does). The asv suite in ``asv_benchmarks/`` is the full version.
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import math
 import statistics
@@ -22,7 +21,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from arrayselect._dtypes import numpy_dtype as _numpy_dtype
+from arrayselect import adapters
 from arrayselect._errors import SelectTypeError
 from arrayselect._registry import force_portable
 from arrayselect._select import backend_for, select
@@ -99,16 +98,22 @@ _SEED = 20240611
 def _values(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> Any:
     if dtype == "bool":
         return rng.random(shape) < 0.5
-    if np.dtype(_numpy_dtype(dtype)).kind in "iu":
+    if adapters.numpy_dtype(dtype).kind in "iu":
         info = np.iinfo(dtype)
         return rng.integers(info.min, int(info.max) + 1, size=shape, dtype=dtype)
     if dtype.startswith("complex"):
         return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
-    return rng.standard_normal(shape, dtype=np.float32).astype(_numpy_dtype(dtype))
+    return rng.standard_normal(shape, dtype=np.float32).astype(adapters.numpy_dtype(dtype))
 
 
 def make_inputs(case: BenchCase) -> tuple[Any, Any, Any]:
-    """Seeded NumPy ``(cond, then, else_)`` for ``case``."""
+    """Seeded NumPy ``(cond, then, else_)`` for ``case``.
+
+    Raises
+    ------
+    arrayselect.adapters.DtypeUnavailableError
+        When NumPy cannot make the dtype here (bfloat16 without ``ml_dtypes``).
+    """
     rng = np.random.default_rng(_SEED)
     if case.pattern == "same":
         shape: tuple[int, ...] = (case.size,)
@@ -136,209 +141,59 @@ def make_inputs(case: BenchCase) -> tuple[Any, Any, Any]:
 # --------------------------------------------------------------------------- targets
 
 
-@dataclass
+@dataclass(frozen=True)
 class Target:
-    """One array library on one device.
+    """One array library on one device, as ``bench`` times it.
 
     Attributes
     ----------
-    label
-        Library and device as shown in the table, e.g. ``"torch cpu"``.
-    device
-        ``"cpu"``, or the GPU's name (used for the memory floor).
-    peer_name
-        What the peer column times, e.g. ``"torch.where"``.
-    put
-        NumPy array -> array of this library on this device (bit for bit).
-    peer
-        The library's ``where(cond, then, else_)``.
-    sync
-        Waits for the device (or computes a lazy array); returns the result.
-    to_numpy
-        Result -> NumPy array with the same bits.
-    compile
-        Wraps a function of device arrays before timing (``jax.jit``).
+    adapter
+        The library and device (:mod:`arrayselect.adapters`): how inputs get
+        there, how the device is waited for, the peer, the compiler, the copy.
     portable
         Run ``select`` under :func:`~arrayselect.force_portable`.
-    copy
-        ``copy(nbytes)`` returns the best seconds of a same-device copy.
     """
 
-    label: str
-    device: str
-    peer_name: str
-    put: Callable[[Any], Any]
-    peer: Callable[[Any, Any, Any], Any]
-    sync: Callable[[Any], Any] = lambda x: x
-    to_numpy: Callable[[Any], Any] = np.asarray
-    compile: Callable[[Callable[..., Any]], Callable[..., Any]] = lambda f: f
+    adapter: adapters.Library
     portable: bool = False
-    copy: Callable[[int], float] | None = None
+
+    @property
+    def label(self) -> str:
+        """Library and device as shown in the table, e.g. ``"jax cpu (jit)"``."""
+        label = self.adapter.label + (" (portable)" if self.portable else "")
+        compiler = self.adapter.compiler
+        return f"{label} ({compiler})" if compiler else label
+
+    @property
+    def device(self) -> str:
+        """``"cpu"``, or the GPU's name (the key of its memory floor)."""
+        return self.adapter.device_name
+
+    @property
+    def peer_name(self) -> str:
+        """What the peer column times, e.g. ``"jit(jnp.where)"``."""
+        compiler, peer = self.adapter.compiler, self.adapter.peer_name
+        return f"{compiler}({peer})" if compiler else peer
 
 
-def _best(fn: Callable[[], object], repeat: int = 5) -> float:
-    fn()
-    best = math.inf
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
-def _numpy_copy(nbytes: int) -> float:
-    src = np.ones(nbytes // 4, dtype=np.float32)
-    dst = np.empty_like(src)
-    return _best(lambda: np.copyto(dst, src))
+#: The adapters ``bench`` runs on, in table order, and the libraries it reports missing.
+_ADAPTERS = ("numpy", "torch-cpu", "torch-cuda", "jax-cpu", "jax-gpu", "dask", "cupy")
+_LIBRARIES = ("numpy", "torch", "jax", "dask", "cupy")
 
 
 def _numpy_targets() -> list[Target]:
-    plain = Target("numpy", "cpu", "np.where", np.asarray, np.where, copy=_numpy_copy)
-    portable = Target("numpy (portable)", "cpu", "np.where", np.asarray, np.where, portable=True)
-    return [plain, portable]
-
-
-def _torch_targets() -> list[Target]:
-    import torch
-
-    def put_on(device: str) -> Callable[[Any], Any]:
-        def put(x: Any) -> Any:
-            x = np.ascontiguousarray(x)
-            if x.dtype == _numpy_dtype("bfloat16"):
-                return torch.from_numpy(x.view(np.int16)).view(torch.bfloat16).to(device)
-            return torch.from_numpy(x).to(device)
-
-        return put
-
-    def to_numpy(x: Any) -> Any:
-        x = x.detach().cpu()
-        if x.dtype == torch.bfloat16:
-            return x.view(torch.int16).numpy().view(_numpy_dtype("bfloat16"))
-        return x.numpy()
-
-    def cuda_sync(x: Any) -> Any:
-        torch.cuda.synchronize()
-        return x
-
-    def cuda_copy(nbytes: int) -> float:
-        src = torch.ones(nbytes // 4, dtype=torch.float32, device="cuda")
-        dst = torch.empty_like(src)
-        return _best(lambda: cuda_sync(dst.copy_(src)))
-
-    targets = [
-        Target("torch cpu", "cpu", "torch.where", put_on("cpu"), torch.where, to_numpy=to_numpy)
-    ]
-    if torch.cuda.is_available():
-        targets.append(
-            Target(
-                "torch cuda",
-                "cuda:" + torch.cuda.get_device_name(),
-                "torch.where",
-                put_on("cuda"),
-                torch.where,
-                sync=cuda_sync,
-                to_numpy=to_numpy,
-                copy=cuda_copy,
-            )
-        )
-    return targets
-
-
-def _jax_targets() -> list[Target]:
-    import jax
-    import jax.numpy as jnp
-
-    def make(device: Any) -> Target:
-        def put(x: Any) -> Any:
-            return jax.device_put(x, device)
-
-        def copy(nbytes: int) -> float:
-            src = put(np.ones(nbytes // 4, dtype=np.float32))
-            jitted = jax.jit(jnp.copy)
-            return _best(lambda: jitted(src).block_until_ready())
-
-        gpu = device.platform != "cpu"
-        return Target(
-            f"jax {device.platform} (jit)",
-            f"{device.platform}:{device.device_kind}" if gpu else "cpu",
-            "jit(jnp.where)",
-            put,
-            jnp.where,
-            sync=lambda x: x.block_until_ready(),
-            compile=jax.jit,
-            copy=copy if gpu else None,
-        )
-
-    targets = [make(jax.devices("cpu")[0])]
-    with contextlib.suppress(RuntimeError):  # no GPU platform
-        targets.append(make(jax.devices("gpu")[0]))
-    return targets
-
-
-def _dask_targets() -> list[Target]:
-    da: Any = importlib.import_module("dask.array")
-
-    def put(x: Any) -> Any:
-        pieces = max(1, min(8, x.shape[0]))
-        return da.from_array(x, chunks=(-(-x.shape[0] // pieces), *x.shape[1:])).persist()
-
-    return [Target("dask", "cpu", "da.where", put, da.where, sync=lambda x: x.compute())]
-
-
-def _cupy_targets() -> list[Target]:
-    import cupy
-
-    if cupy.cuda.runtime.getDeviceCount() == 0:
-        return []
-
-    def sync(x: Any) -> Any:
-        cupy.cuda.get_current_stream().synchronize()
-        return x
-
-    def copy(nbytes: int) -> float:
-        src = cupy.ones(nbytes // 4, dtype=cupy.float32)
-        dst = cupy.empty_like(src)
-        return _best(lambda: sync(cupy.copyto(dst, src)))
-
-    name = cupy.cuda.runtime.getDeviceProperties(0)["name"]
-    name = name.decode() if isinstance(name, bytes) else str(name)
-    return [
-        Target(
-            "cupy",
-            "cuda:" + name,
-            "cupy.where",
-            cupy.asarray,
-            cupy.where,
-            sync=sync,
-            to_numpy=lambda x: x.get(),
-            copy=copy,
-        )
-    ]
-
-
-_DISCOVERY: tuple[tuple[str, Callable[[], list[Target]]], ...] = (
-    ("numpy", _numpy_targets),
-    ("torch", _torch_targets),
-    ("jax", _jax_targets),
-    ("dask", _dask_targets),
-    ("cupy", _cupy_targets),
-)
+    numpy = adapters.get("numpy")
+    return [Target(numpy), Target(numpy, portable=True)]
 
 
 def available_targets() -> tuple[list[Target], list[str]]:
     """Every library and device present; also the libraries that are missing."""
+    found = adapters.discover(_ADAPTERS, dask_chunking="rows")
     targets: list[Target] = []
-    missing: list[str] = []
-    for library, discover in _DISCOVERY:
-        try:
-            found = discover()
-        except Exception:  # not installed, no driver, broken install
-            found = []
-        if found:
-            targets.extend(found)
-        else:
-            missing.append(library)
-    return targets, missing
+    for adapter in found.present:
+        targets += _numpy_targets() if adapter.library == "numpy" else [Target(adapter)]
+    present = {adapter.library for adapter in found.present}
+    return targets, [library for library in _LIBRARIES if library not in present]
 
 
 # --------------------------------------------------------------------------- measuring
@@ -350,7 +205,9 @@ class BenchRow:
 
     Times are median seconds per call; ``None`` where not measured. ``status``
     is ``"ok"``, ``"MISMATCH"``, ``"unsupported"`` (``select`` refused the dtype
-    for this library) or ``"ERROR"``; ``detail`` says why when not ``"ok"``.
+    for this library, or the library has no such dtype), ``"not installed"``
+    (NumPy cannot make the dtype here: bfloat16 without ``ml_dtypes``) or
+    ``"ERROR"``; ``detail`` says why when not ``"ok"``.
     """
 
     target: str
@@ -385,6 +242,10 @@ class BenchRow:
         return self.nbytes / self.seconds / self.copy_bandwidth
 
 
+#: Row statuses that do not fail the run: measured, or not measurable here by design.
+_FINE = ("ok", "unsupported", "not installed")
+
+
 @dataclass
 class BenchReport:
     """Everything ``bench`` measured."""
@@ -396,7 +257,7 @@ class BenchReport:
     @property
     def ok(self) -> bool:
         """No result differed from NumPy and nothing failed."""
-        return all(row.status in ("ok", "unsupported") for row in self.rows)
+        return all(row.status in _FINE for row in self.rows)
 
 
 def _median_time(fn: Callable[[], object], number: int, repeat: int) -> float:
@@ -438,7 +299,12 @@ def _measure(
     expected = np.where(cond, then, else_)
     row = BenchRow(target.label, target.device, "?", case.label, target.peer_name)
     row.nbytes = int(sum(x.nbytes for x in inputs) + expected.nbytes)
-    args = [target.put(x) for x in inputs]
+    lib = target.adapter
+    try:
+        args = [lib.from_numpy(x) for x in inputs]
+    except adapters.DtypeUnavailableError as exc:  # the library has no such dtype
+        row.status, row.detail = "unsupported", str(exc)
+        return row
 
     def ours_fn(c: Any, t: Any, e: Any) -> Any:
         if target.portable:
@@ -448,21 +314,21 @@ def _measure(
 
     with force_portable(target.portable):
         row.backend = backend_for(*args).name
-    ours_compiled = target.compile(ours_fn)
-    peer_compiled = target.compile(target.peer)
+    ours_compiled = lib.compile(ours_fn)
+    peer_compiled = lib.compile(lib.peer)
 
     def ours() -> Any:
-        return target.sync(ours_compiled(*args))
+        return lib.sync(ours_compiled(*args))
 
     def peer() -> Any:
-        return target.sync(peer_compiled(*args))
+        return lib.sync(peer_compiled(*args))
 
     try:
         result = ours()  # compiles (JAX) and warms up: not timed
     except SelectTypeError as exc:
         row.status, row.detail = "unsupported", str(exc)
         return row
-    problem = _same_bits(target.to_numpy(result), expected)
+    problem = _same_bits(lib.to_numpy(result), expected)
     if problem:
         row.status, row.detail = "MISMATCH", problem
     peer()
@@ -550,17 +416,26 @@ def run_bench(
     bar.show("memory floor (copy bandwidth)")
     # Larger than the last-level caches of current CPUs, so the copy goes to DRAM.
     cpu_bytes = 2**27 if quick else 2**28
-    report.copy_bandwidth["cpu"] = 2 * cpu_bytes / _numpy_copy(cpu_bytes)
+    report.copy_bandwidth["cpu"] = 2 * cpu_bytes / adapters.get("numpy").copy_seconds(cpu_bytes)
     for target in found:
-        if target.copy is not None and target.device not in report.copy_bandwidth:
-            report.copy_bandwidth[target.device] = 2 * 2**30 / target.copy(2**30)
+        gpu = target.adapter.device_kind == "gpu"
+        if gpu and target.device not in report.copy_bandwidth:
+            report.copy_bandwidth[target.device] = 2 * 2**30 / target.adapter.copy_seconds(2**30)
     bar.done += 1
     for case in cases:
-        inputs = make_inputs(case)
+        try:
+            inputs: tuple[Any, Any, Any] | None = make_inputs(case)
+            absent = ""
+        except adapters.DtypeUnavailableError as exc:  # bfloat16 without ml_dtypes
+            inputs, absent = None, str(exc)
         for target in found:
             bar.show(case.label, target.label)
             try:
-                row = _measure(target, case, inputs, timing)
+                if inputs is None:
+                    row = BenchRow(target.label, target.device, "-", case.label, target.peer_name)
+                    row.status, row.detail = "not installed", absent
+                else:
+                    row = _measure(target, case, inputs, timing)
             except Exception as exc:  # report in the table, go on with the rest
                 row = BenchRow(target.label, target.device, "?", case.label, target.peer_name)
                 row.status, row.detail = "ERROR", f"{type(exc).__name__}: {exc}"
@@ -634,8 +509,13 @@ def format_table(report: BenchReport) -> str:
         "move (inputs read once, output written once) per second; of floor: that over "
         f"the device's copy bandwidth ({floors}); above 100%: the data fit in cache."
     )
+    not_installed = set()
     for row in report.rows:
-        if row.status != "ok":
+        if row.status == "not installed":  # the same for every library: one line per case
+            if row.case not in not_installed:
+                out.append(f"not installed: {row.case}: {row.detail}")
+            not_installed.add(row.case)
+        elif row.status != "ok":
             out.append(f"{row.status}: {row.target} {row.case}: {row.detail}")
     if report.missing:
         out.append("not installed or no device: " + ", ".join(report.missing))

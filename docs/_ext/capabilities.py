@@ -1,5 +1,9 @@
 """What each installed array library can do with :func:`arrayselect.select`, found by trying.
 
+Documentation tooling, not part of the package: ``asel_docs.py`` (the Sphinx
+extension next to this file) writes the capability tables of ``backends.md``
+with it when the docs are built; ``tests/test_capabilities.py`` tests it.
+
 :func:`capability_table` imports every array library it knows that is installed
 and *probes* it: for each dtype of the specification it runs ``select`` on small
 arrays holding awkward bit patterns (NaN payloads, ``-0.0``, infinities,
@@ -12,7 +16,7 @@ docs are built, on the build machine, with the libraries installed there.
 
 Examples
 --------
->>> from arrayselect._capabilities import capability_table
+>>> from capabilities import capability_table
 >>> (numpy_row,) = capability_table(["numpy"], portable=False)
 >>> numpy_row.backend
 'numpy'
@@ -26,18 +30,22 @@ import contextlib
 import importlib
 import re
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from types import ModuleType
 from typing import Any, Literal
 
 import array_api_compat as compat
 import numpy as np
 
-from arrayselect._dtypes import SPEC_DTYPES, numpy_dtype
-from arrayselect._errors import SelectError, SelectTypeError, SelectValueError
-from arrayselect._registry import force_portable
-from arrayselect._select import backend_for, select
+from arrayselect import (
+    SelectError,
+    SelectTypeError,
+    SelectValueError,
+    adapters,
+    backend_for,
+    force_portable,
+    select,
+)
 
 __all__ = [
     "DTYPES",
@@ -53,7 +61,7 @@ __all__ = [
 Status = Literal["yes", "partial", "no", "absent", "n/a", "error"]
 
 #: The dtypes of the specification (SPEC §4), in table order.
-DTYPES: tuple[str, ...] = SPEC_DTYPES
+DTYPES: tuple[str, ...] = adapters.DTYPES
 
 #: The features probed, in table order.
 FEATURES: tuple[str, ...] = (
@@ -68,6 +76,7 @@ FEATURES: tuple[str, ...] = (
 )
 
 #: The array libraries probed: the key used in the table and the module to import.
+#: Each is probed on its default device, through the adapter of :data:`_ADAPTERS`.
 LIBRARIES: tuple[tuple[str, str], ...] = (
     ("numpy", "numpy"),
     ("jax", "jax.numpy"),
@@ -76,6 +85,16 @@ LIBRARIES: tuple[tuple[str, str], ...] = (
     ("dask", "dask.array"),
     ("array_api_strict", "array_api_strict"),
 )
+
+#: The :mod:`arrayselect.adapters` key of each library (JAX: its default device).
+_ADAPTERS: dict[str, str] = {
+    "numpy": "numpy",
+    "jax": "jax",
+    "cupy": "cupy",
+    "torch": "torch-cpu",
+    "dask": "dask",
+    "array_api_strict": "array_api_strict",
+}
 
 _SYMBOL: dict[Status, str] = {
     "yes": "✅",
@@ -171,8 +190,8 @@ def _device_name(device: Any) -> str:
 def _numpy_dtype(name: str) -> np.dtype[Any] | None:
     """NumPy's dtype for ``name``, or ``None`` (bfloat16 without ``ml_dtypes``)."""
     try:
-        return numpy_dtype(name)
-    except ImportError:
+        return adapters.numpy_dtype(name)
+    except adapters.DtypeUnavailableError:
         return None
 
 
@@ -244,29 +263,21 @@ def _bits(a: np.ndarray) -> np.ndarray:
 
 
 class _Library:
-    """How to make, read back and transform arrays of one library."""
+    """The probes of one library that differ between libraries; data moves by its adapter."""
 
     key = ""
 
-    def __init__(self, module: ModuleType) -> None:
-        self.module = module
-        self.version = str(getattr(module, "__version__", "?"))
-        root = importlib.import_module(module.__name__.partition(".")[0])
-        self.version = str(getattr(root, "__version__", self.version))
+    def __init__(self, adapter: adapters.Library) -> None:
+        self.adapter = adapter
+        self.module: Any = adapter.xp
+        self.version = adapter.version
+        self.has_dtype = adapter.has_dtype
+        self.from_numpy = adapter.from_numpy
+        self.to_numpy = adapter.to_numpy
 
-    @contextlib.contextmanager
-    def context(self) -> Iterator[None]:
+    def context(self) -> contextlib.AbstractContextManager[None]:
         """Where the probes run (e.g. JAX with 64-bit types enabled)."""
-        yield
-
-    def has_dtype(self, name: str) -> bool:
-        return getattr(self.module, name, None) is not None
-
-    def from_numpy(self, a: np.ndarray) -> Any:
-        return self.module.asarray(a)
-
-    def to_numpy(self, x: Any) -> np.ndarray:
-        return np.asarray(x)
+        return contextlib.nullcontext()
 
     def devices(self) -> list[Any]:
         info = self.namespace().__array_namespace_info__()
@@ -298,38 +309,19 @@ class _Library:
 class _Numpy(_Library):
     key = "numpy"
 
-    def has_dtype(self, name: str) -> bool:
-        return _numpy_dtype(name) is not None
-
-    def from_numpy(self, a: np.ndarray) -> Any:
-        return a.copy()
-
 
 class _Jax(_Library):
     key = "jax"
 
-    def __init__(self, module: ModuleType) -> None:
-        super().__init__(module)
-        import jax
+    def __init__(self, adapter: adapters.Library) -> None:
+        super().__init__(adapter)
+        assert isinstance(adapter, adapters.JaxAdapter)
+        self.jax_adapter = adapter
+        self.jax: Any = adapter.jax
 
-        self.jax: Any = jax
-
-    @contextlib.contextmanager
-    def context(self) -> Iterator[None]:
+    def context(self) -> contextlib.AbstractContextManager[None]:
         # 64-bit dtypes exist in JAX only with x64 enabled; enable it for the probes only.
-        jax = self.jax
-        previous = jax.config.jax_enable_x64
-        jax.config.update("jax_enable_x64", True)
-        try:
-            yield
-        finally:
-            jax.config.update("jax_enable_x64", previous)
-
-    def from_numpy(self, a: np.ndarray) -> Any:
-        out = self.module.asarray(a)
-        if out.dtype != a.dtype:
-            raise TypeError(f"jax made {out.dtype} of {a.dtype}")
-        return out
+        return self.jax_adapter.x64(True)
 
     def grad(self) -> Cell:
         jax, jnp = self.jax, self.module
@@ -379,23 +371,6 @@ class _Jax(_Library):
 
 class _Torch(_Library):
     key = "torch"
-
-    def has_dtype(self, name: str) -> bool:
-        return isinstance(getattr(self.module, name, None), self.module.dtype)
-
-    def from_numpy(self, a: np.ndarray) -> Any:
-        torch = self.module
-        if a.dtype.name == "bfloat16":
-            return torch.from_numpy(a.view(np.int16).copy()).view(torch.bfloat16)
-        return torch.from_numpy(a.copy())
-
-    def to_numpy(self, x: Any) -> np.ndarray:
-        torch = self.module
-        x = x.detach().cpu()
-        if x.dtype == torch.bfloat16:
-            bf16 = _numpy_dtype("bfloat16")
-            return np.asarray(x.view(torch.int16).numpy().view(bf16))
-        return np.asarray(x.numpy())
 
     def grad(self) -> Cell:
         torch = self.module
@@ -458,16 +433,6 @@ class _Torch(_Library):
 class _Dask(_Library):
     key = "dask"
 
-    def has_dtype(self, name: str) -> bool:
-        # Dask arrays hold NumPy blocks of any NumPy dtype; the namespace names only some.
-        return _numpy_dtype(name) is not None
-
-    def from_numpy(self, a: np.ndarray) -> Any:
-        return self.module.from_array(a.copy(), chunks=max(1, a.shape[0] // 2) if a.ndim else ())
-
-    def to_numpy(self, x: Any) -> np.ndarray:
-        return np.asarray(x.compute(scheduler="sync"))
-
     def devices(self) -> list[Any]:
         return ["cpu"]
 
@@ -488,9 +453,6 @@ class _Dask(_Library):
 class _Cupy(_Library):
     key = "cupy"
 
-    def to_numpy(self, x: Any) -> np.ndarray:
-        return np.asarray(x.get())
-
     def devices(self) -> list[Any]:
         cupy = self.module
         return [cupy.cuda.Device(i) for i in range(cupy.cuda.runtime.getDeviceCount())]
@@ -499,14 +461,8 @@ class _Cupy(_Library):
 class _Strict(_Library):
     key = "array_api_strict"
 
-    def to_numpy(self, x: Any) -> np.ndarray:
-        try:
-            return np.asarray(x)
-        except Exception:
-            return np.from_dlpack(x)
 
-
-_ADAPTERS: dict[str, type[_Library]] = {
+_PROBES: dict[str, type[_Library]] = {
     "numpy": _Numpy,
     "jax": _Jax,
     "cupy": _Cupy,
@@ -516,14 +472,12 @@ _ADAPTERS: dict[str, type[_Library]] = {
 }
 
 
-def _load(key: str, module_name: str) -> _Library | None:
+def _load(key: str) -> _Library | None:
     try:
-        module = importlib.import_module(module_name)
-        if key == "cupy" and module.cuda.runtime.getDeviceCount() < 1:
-            return None
-    except Exception:
+        adapter = adapters.get(_ADAPTERS[key])
+    except adapters.LibraryUnavailableError:
         return None
-    return _ADAPTERS[key](module)
+    return _PROBES[key](adapter)
 
 
 # --------------------------------------------------------------------------- probes
@@ -540,7 +494,7 @@ def _probe_dtype(lib: _Library, name: str) -> Cell:
     if values is None:
         return Cell("absent", "needs ml_dtypes")
     then_np, else_np = values
-    if not lib.has_dtype(name) and not (name == "bfloat16" and lib.key == "numpy"):
+    if not lib.has_dtype(name):
         return Cell("absent")
     try:
         then, else_ = lib.from_numpy(then_np), lib.from_numpy(else_np)
@@ -595,7 +549,7 @@ def _probe_out(lib: _Library) -> Cell:
     if returned is not out or not np.array_equal(lib.to_numpy(out), expected):
         return Cell("error", "out= did not receive the result")
     # ``out`` may be ``then`` itself
-    aliased = lib.from_numpy(lib.to_numpy(t))
+    aliased = lib.from_numpy(lib.to_numpy(t).copy())
     if select(c, aliased, e, out=aliased) is not aliased or not np.array_equal(
         lib.to_numpy(aliased), expected
     ):
@@ -693,7 +647,7 @@ def capability_table(
     for key in wanted:
         if key not in known:
             raise ValueError(f"unknown library {key!r}; expected one of {', '.join(known)}")
-        lib = _load(key, known[key])
+        lib = _load(key)
         if lib is None:
             continue
         row = _probe_library(lib, portable=False)

@@ -1,0 +1,181 @@
+"""What the test modules share: the backends the suite runs on, dtypes, conversions.
+
+The conversions are :mod:`arrayselect.adapters` (one adapter per library); this
+module adds what is the test suite's own: the :class:`Backend` enum the ``xp``
+fixture (``conftest.py``) is parametrized over, copies (a test may write into
+what it converted), and skipping a test where a library lacks a dtype.
+
+Import it from a test module as ``from xp_helpers import ...``.
+"""
+
+from __future__ import annotations
+
+import enum
+import subprocess
+import sys
+import textwrap
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+
+from arrayselect import adapters
+
+__all__ = [
+    "ALL_DTYPES",
+    "Backend",
+    "adapter",
+    "arrayselect_is_portable",
+    "backend_kind",
+    "dtype_skip_reason",
+    "from_numpy",
+    "numpy_dtype",
+    "run_without",
+    "skip_dtype",
+    "supports_out",
+    "to_numpy",
+]
+
+#: The dtypes of the specification.
+ALL_DTYPES = adapters.DTYPES
+
+#: Adapter key of each array namespace the suite runs on (JAX: its default device).
+_ADAPTER_KEYS = {
+    "numpy": "numpy",
+    "array_api_strict": "array_api_strict",
+    "torch": "torch-cpu",
+    "dask.array": "dask",
+    "jax.numpy": "jax",
+    "cupy": "cupy",
+}
+
+
+class Backend(enum.Enum):
+    """An array library (or library + mode) the suite runs against."""
+
+    NUMPY = "numpy"
+    NUMPY_PORTABLE = "numpy_portable"
+    ARRAY_API_STRICT = "array_api_strict"
+    TORCH = "torch"
+    DASK = "dask.array"
+    JAX = "jax.numpy"
+    CUPY = "cupy"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def modname(self) -> str:
+        """Module to import for this backend."""
+        return "numpy" if self is Backend.NUMPY_PORTABLE else self.value
+
+
+def adapter(library: Backend | ModuleType) -> adapters.Library:
+    """The adapter of a backend, or of an array namespace the suite runs on.
+
+    Raises :class:`arrayselect.adapters.LibraryUnavailableError` when the
+    library is not installed (or has no device).
+    """
+    name = library.modname if isinstance(library, Backend) else library.__name__
+    return adapters.get(_ADAPTER_KEYS[name])
+
+
+# --------------------------------------------------------------------------- dtypes
+
+
+def numpy_dtype(name: str) -> np.dtype[Any]:
+    """NumPy dtype for a dtype name; bfloat16 comes from ml_dtypes (skips without it)."""
+    try:
+        return adapters.numpy_dtype(name)
+    except adapters.DtypeUnavailableError:
+        pytest.skip("ml_dtypes is not installed")
+
+
+def arrayselect_is_portable() -> bool:
+    """Whether :func:`arrayselect.force_portable` is in effect here."""
+    from arrayselect import _registry
+
+    return _registry.portable_forced()
+
+
+def dtype_skip_reason(xp: ModuleType, name: str) -> str | None:
+    """Why the tests do not run ``xp`` with dtype ``name`` (``None`` when they do).
+
+    The library may lack the dtype (the adapter says so), or arrayselect refuses
+    it on the backend the tests use.
+    """
+    reason = adapter(xp).missing_dtype_reason(name)
+    if reason is not None:
+        return reason
+    if xp.__name__ == "dask.array" and name == "bfloat16":
+        return (
+            "dask has no bfloat16 of its own (array_api_compat's dask isdtype rejects "
+            "ml_dtypes dtypes)"
+        )
+    if xp.__name__ == "numpy" and name == "bfloat16" and arrayselect_is_portable():
+        return (
+            "bfloat16 is not an Array API standard dtype: the portable backend classifies "
+            "dtypes with xp.isdtype, which rejects ml_dtypes dtypes"
+        )
+    return None
+
+
+def skip_dtype(xp: ModuleType, name: str) -> None:
+    """Skip the running test when ``xp`` lacks dtype ``name``."""
+    reason = dtype_skip_reason(xp, name)
+    if reason is not None:
+        pytest.skip(reason)
+
+
+def supports_out(xp: ModuleType) -> bool:
+    """Whether SPEC §6 says ``out=`` works for this library (mutable arrays)."""
+    return xp.__name__ in ("numpy", "torch", "cupy")
+
+
+def backend_kind(xp: ModuleType) -> str:
+    """Short library name of ``xp``: numpy, torch, dask, jax, cupy, array_api_strict."""
+    return adapter(xp).library
+
+
+# --------------------------------------------------------------------------- conversion
+
+
+def from_numpy(xp: ModuleType, a: Any) -> Any:
+    """A new array of library ``xp`` with the values, dtype and bits of NumPy array ``a``.
+
+    Skips the test when the library has no such dtype. Dask arrays come in two
+    chunks along every dimension, so that Dask really splits.
+    """
+    a = np.asarray(a)
+    skip_dtype(xp, a.dtype.name)
+    return adapter(xp).from_numpy(np.array(a, copy=True, order="C"))
+
+
+def to_numpy(x: Any) -> np.ndarray:
+    """A NumPy copy of array ``x`` of any library, bits preserved."""
+    return adapters.for_array(x).to_numpy(x).copy()
+
+
+# --------------------------------------------------------------------------- subprocesses
+
+
+def run_without(module: str, code: str) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a fresh interpreter in which ``module`` cannot be imported.
+
+    An import of ``module`` (or of one of its submodules) raises ImportError, as
+    it would where the package is not installed.
+    """
+    blocker = textwrap.dedent(f"""
+        import sys
+
+        class _Block:
+            def find_spec(self, name, path=None, target=None):
+                if name == {module!r} or name.startswith({module + "."!r}):
+                    raise ImportError(f"No module named {{name!r}} (blocked by the test)")
+                return None
+
+        sys.meta_path.insert(0, _Block())
+    """)
+    program = blocker + textwrap.dedent(code)
+    return subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)

@@ -23,10 +23,17 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import ALL_DTYPES, backend_kind, dtype_skip_reason, from_numpy, numpy_dtype, to_numpy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from oracle import bits_equal
+from xp_helpers import (
+    ALL_DTYPES,
+    backend_kind,
+    dtype_skip_reason,
+    from_numpy,
+    numpy_dtype,
+    to_numpy,
+)
 
 import arrayselect as asel
 

@@ -112,9 +112,10 @@ def aligned_shapes(ex: GridExample) -> tuple[tuple[int, ...], list[tuple[int, ..
     Where the plan leaves an input as it is (``None``), NumPy's rule applies:
     it is padded with leading 1s.
     """
-    mode = ex.options.get("auto_broadcast", "numpy")
-    axis = check_options(
-        mode, ex.options.get("axis", -1), ex.options.get("cond_broadcast", "unidirectional")
+    mode, axis, cond_broadcast = check_options(
+        ex.options.get("auto_broadcast", "numpy"),
+        ex.options.get("axis", -1),
+        ex.options.get("cond_broadcast", "unidirectional"),
     )
     plan = make_plan(
         ex.cond.shape,
@@ -122,7 +123,7 @@ def aligned_shapes(ex: GridExample) -> tuple[tuple[int, ...], list[tuple[int, ..
         ex.else_.shape,
         mode,
         axis,
-        ex.options.get("cond_broadcast", "unidirectional"),
+        cond_broadcast,
     )
     out = tuple(int(d) for d in plan.out_shape if d is not None)
     aligned = []

@@ -136,7 +136,7 @@ def _classify(x: object) -> str | None:
     return None
 
 
-def register_backend(library: str, factory: BackendFactory) -> None:
+def register_backend(library: str, factory: BackendFactory | None) -> None:
     """Register ``factory(xp) -> Backend`` for arrays of ``library``.
 
     Parameters
@@ -144,11 +144,20 @@ def register_backend(library: str, factory: BackendFactory) -> None:
     library : str
         The key :func:`library_of` gives for the library's arrays: the top-level
         module name of the array type (``"numpy"``, ``"torch"``, ``"sparse"``, ...).
-    factory : callable
+    factory : callable or None
         Called once with the library's Array API namespace; returns the backend.
+        ``None`` undoes a registration: the built-in backend, an installed
+        plugin's entry point, or the portable backend serves the library again.
     """
+    global _plugins_loaded
     with _lock:
-        _factories[library] = factory
+        if factory is not None:
+            _factories[library] = factory
+        else:
+            _factories.pop(library, None)
+            if library in _BUILTIN:
+                _factories[library] = _BUILTIN[library]
+            _plugins_loaded = False  # an entry point for the library may apply again
         _forget(library)
 
 

@@ -149,7 +149,7 @@ def validate(
     The order is part of the contract: options, array types and layouts, ``cond``'s dtype,
     ``then``/``else`` dtypes and scalar values, shapes, devices, ``out``.
     """
-    axis_int = check_options(auto_broadcast, axis, cond_broadcast)
+    mode, axis_int, cb = check_options(auto_broadcast, axis, cond_broadcast)
     backend, named = resolve(cond, then, else_, out)
     check_layouts(backend, named)
     check_cond_dtype(backend, cond)
@@ -159,9 +159,9 @@ def validate(
         backend.shape(cond),
         () if then_range is not None else backend.shape(then),
         () if else_range is not None else backend.shape(else_),
-        auto_broadcast,
+        mode,
         axis_int,
-        cond_broadcast,
+        cb,
     )
     check_devices(backend, named)
     if out is not None:

@@ -152,8 +152,16 @@ def _as_index(x: object) -> int | None:
         return None
 
 
-def check_options(auto_broadcast: object, axis: object, cond_broadcast: object) -> int:
-    """Validate the keyword options of ``select``; return ``axis`` as an int.
+def check_options(
+    auto_broadcast: object, axis: object, cond_broadcast: object
+) -> tuple[str, int, str]:
+    """Validate the keyword options of ``select``; return them in canonical form.
+
+    Returns
+    -------
+    auto_broadcast, axis, cond_broadcast : str, int, str
+        Plain ``str`` and ``int`` (a ``numpy.str_`` or ``numpy.int64`` given by
+        the user becomes one), so that plans are memoised under plain keys.
 
     Raises
     ------
@@ -194,7 +202,9 @@ def check_options(auto_broadcast: object, axis: object, cond_broadcast: object) 
             f"cond_broadcast={cond_broadcast!r} applies only to auto_broadcast='numpy', not to "
             f"auto_broadcast={auto_broadcast!r}; allowed here: 'unidirectional' (the default)"
         )
-    return axis_int
+    return MODES[MODES.index(auto_broadcast)], axis_int, COND_BROADCASTS[
+        COND_BROADCASTS.index(cond_broadcast)
+    ]
 
 
 def normalize_shape(name: str, shape: object) -> Shape:
@@ -598,13 +608,13 @@ def select_shape(
     >>> asel.select_shape((None, 5), (2, 3, 1, 5), (4, 1))
     (2, 3, 4, 5)
     """
-    axis_int = check_options(auto_broadcast, axis, cond_broadcast)
+    mode, axis_int, cb = check_options(auto_broadcast, axis, cond_broadcast)
     plan = make_plan(
         normalize_shape("cond_shape", cond_shape),
         normalize_shape("then_shape", then_shape),
         normalize_shape("else_shape", else_shape),
-        auto_broadcast,
+        mode,
         axis_int,
-        cond_broadcast,
+        cb,
     )
     return plan.out_shape

@@ -66,13 +66,14 @@ def library(request: pytest.FixtureRequest) -> Backend:
 
 @pytest.fixture
 def xp(library: Backend) -> Iterator[ModuleType]:
-    """The array library module under test (``numpy`` for numpy_portable).
+    """The array library module under test (``numpy`` for numpy_portable, ``torch`` for
+    torch_portable).
 
-    For ``numpy_portable`` the whole test runs inside
+    For ``numpy_portable`` and ``torch_portable`` the whole test runs inside
     :func:`arrayselect.force_portable`.
     """
     module = _import_backend(library)
-    if library is Backend.NUMPY_PORTABLE:
+    if library.portable:
         with arrayselect.force_portable():
             yield module
     else:

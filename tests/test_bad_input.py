@@ -34,6 +34,7 @@ from xp_helpers import (
     dtype_skip_reason,
     from_numpy,
     numpy_dtype,
+    select_after_warming,
     supports_out,
     to_numpy,
 )
@@ -84,13 +85,21 @@ def expect_error(
     msg = str(error)
     for word in words:
         assert _word_found(word, msg), f"{word!r} not in message: {msg}"
+    _untouched(named, before)
+    # Once more after a valid call of the same signature has warmed every cache.
+    _, again = select_after_warming(args, kwargs)
+    assert type(again) is type(error) and str(again) == msg, f"warm: {again!r} after {error!r}"
+    _untouched(named, before)
+    assert isinstance(error, asel.SelectError)
+    return error  # type: ignore[return-value]
+
+
+def _untouched(named: dict[str, Any], before: dict[str, np.ndarray | None]) -> None:
     for name, snap in before.items():
         if snap is not None:
             after = to_numpy(named[name])
             assert after.dtype == snap.dtype and after.shape == snap.shape, name
             assert bits_equal(after, snap), f"{name} was modified"
-    assert isinstance(error, asel.SelectError)
-    return error  # type: ignore[return-value]
 
 
 def _arr(xp: ModuleType, dtype: str = "float32", shape: tuple[int, ...] = (2, 3), value: Any = 1):
@@ -744,3 +753,29 @@ def test_out_torch_leaf_requires_grad(xp: ModuleType):
         pytest.skip("torch-only")
     out = xp.zeros((2, 3), requires_grad=True)
     expect_error((_cond(xp), _arr(xp), _arr(xp)), {"out": out}, asel.SelectValueError, ("out",))
+
+
+def test_out_whose_elements_overlap(xp: ModuleType):
+    """The issue's reproducer: a zero-stride ``out`` refused cold and after a warm
+    cache; elements that share bytes through other strides too; an interleaved but
+    disjoint layout accepted."""
+    if backend_kind(xp) != "numpy":
+        pytest.skip("NumPy: as_strided makes any layout")
+    stride_tricks = importlib.import_module("numpy.lib.stride_tricks")
+    c, a = np.array([True, False, True, False]), np.arange(4.0)
+    b = -a - 3
+    base = np.zeros(1)
+    zero = stride_tricks.as_strided(base, (4,), (0,), writeable=True)
+    expect_error((c, a, b), {"out": zero}, asel.SelectValueError, ("out", "stride 0"))
+    asel.select(c, a, b, out=np.empty(4))  # warms the plan cache for this signature
+    expect_error((c, a, b), {"out": zero}, asel.SelectValueError, ("out", "stride 0"))
+    assert not base.any()
+    half = stride_tricks.as_strided(np.zeros(3), (4,), (4,), writeable=True)  # 8-byte items
+    expect_error((c, a, b), {"out": half}, asel.SelectValueError, ("out", "share memory"))
+    # (3, 2) float32 with strides (8, 12): offsets 0, 12, 8, 20, 16, 28 - disjoint.
+    store = np.zeros(8, np.float32)
+    interleaved = stride_tricks.as_strided(store, (3, 2), (8, 12), writeable=True)
+    c2 = np.array([[True, False], [False, True], [True, True]])
+    t2, e2 = np.ones((3, 2), np.float32), np.full((3, 2), 2.0, np.float32)
+    assert asel.select(c2, t2, e2, out=interleaved) is interleaved
+    assert bits_equal(np.array(interleaved), oracle_select(c2, t2, e2))

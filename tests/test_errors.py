@@ -16,7 +16,14 @@ from typing import Any
 import numpy as np
 import pytest
 from oracle import bits_equal
-from xp_helpers import backend_kind, dtype_skip_reason, from_numpy, supports_out, to_numpy
+from xp_helpers import (
+    backend_kind,
+    dtype_skip_reason,
+    from_numpy,
+    select_after_warming,
+    supports_out,
+    to_numpy,
+)
 
 import arrayselect as asel
 
@@ -514,6 +521,12 @@ def test_bad_input(xp: ModuleType, case: Case):
             after = to_numpy(named[name])
             assert after.dtype == snap.dtype and after.shape == snap.shape, name
             assert bits_equal(after, snap), name
+    # Once more after a valid call of the same signature has warmed every cache.
+    _, again = select_after_warming(inputs.args, inputs.kwargs)
+    assert type(again) is type(info.value) and str(again) == msg, (again, info.value)
+    for name, snap in before.items():
+        if snap is not None:
+            assert bits_equal(to_numpy(named[name]), snap), f"{name} modified (warm)"
 
 
 # Shape cases through select_shape too: the same exception class and argument.

@@ -58,6 +58,7 @@ class Backend(enum.Enum):
     NUMPY_PORTABLE = "numpy_portable"
     ARRAY_API_STRICT = "array_api_strict"
     TORCH = "torch"
+    TORCH_PORTABLE = "torch_portable"
     DASK = "dask.array"
     JAX = "jax.numpy"
     CUPY = "cupy"
@@ -68,7 +69,12 @@ class Backend(enum.Enum):
     @property
     def modname(self) -> str:
         """Module to import for this backend."""
-        return "numpy" if self is Backend.NUMPY_PORTABLE else self.value
+        return {"numpy_portable": "numpy", "torch_portable": "torch"}.get(self.value, self.value)
+
+    @property
+    def portable(self) -> bool:
+        """Whether the backend's tests run inside :func:`arrayselect.force_portable`."""
+        return self in (Backend.NUMPY_PORTABLE, Backend.TORCH_PORTABLE)
 
 
 def adapter(library: Backend | ModuleType) -> adapters.Library:
@@ -179,3 +185,68 @@ def run_without(module: str, code: str) -> subprocess.CompletedProcess[str]:
     """)
     program = blocker + textwrap.dedent(code)
     return subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)
+
+
+# --------------------------------------------------------------------------- warm caches
+
+_FITTING = {bool: False, int: 0, float: 0.0, complex: 0j}
+
+
+def _repaired(x: Any, like: Any) -> Any:
+    """``x`` with what a call signature does not fix made valid: a Python scalar that
+    fits any dtype of its kinds, an array on ``like``'s device.
+    """
+    if type(x) in _FITTING:
+        return _FITTING[type(x)]
+    library = type(x).__module__.partition(".")[0]
+    try:
+        if library == "torch" and x.device != like.device:
+            return x.to(like.device)
+        if library == "array_api_strict" and x.device != like.device:
+            return type(x).__array_namespace__(x).asarray(x, device=like.device)
+    except Exception:  # not an array, or no device to move to: the call stays invalid
+        pass
+    return x
+
+
+def _fresh_out(out: Any) -> Any:
+    """A writable array of ``out``'s library, shape, dtype and device, with its own memory."""
+    try:
+        return type(out).__array_namespace__(out).zeros_like(out)
+    except Exception:  # not an array: the call stays invalid
+        return out
+
+
+def select_after_warming(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[bool, Any]:
+    """Warm every cache with a valid call of the signature of ``select(*args, **kwargs)``,
+    then make that call again.
+
+    The valid call keeps the types, shapes, dtypes and options and changes only
+    what a signature does not fix: Python scalars' values, devices, ``out``'s
+    memory (a fresh writable array). Where no such call is valid (the error is
+    about the signature itself) the caches hold whatever earlier calls left.
+
+    Returns
+    -------
+    warmed, outcome
+        Whether a valid call of the same signature ran (twice: a miss, then a
+        hit); and the exception the repeated call raised, or its result.
+    """
+    import arrayselect as asel
+
+    cond = args[0]
+    valid_args = tuple(_repaired(x, cond) for x in args)
+    valid_kwargs = dict(kwargs)
+    if kwargs.get("out") is not None:
+        valid_kwargs["out"] = _fresh_out(kwargs["out"])
+    warmed = True
+    for _ in range(2):
+        try:
+            asel.select(*valid_args, **valid_kwargs)
+        except Exception:
+            warmed = False
+            break
+    try:
+        return warmed, asel.select(*args, **kwargs)
+    except Exception as exc:
+        return warmed, exc

@@ -237,6 +237,23 @@ class TorchBackend(Backend):
     def scalar_array(self, value: bool | int | float | complex, dtype: Any, like: Any) -> Any:
         return torch.tensor(value, dtype=dtype, device=like.device)
 
+    def result_type(self, x1: Any, x2: Any) -> Any:
+        if _is_compiling():  # Dynamo cannot trace torch.result_type; this is its reference
+            from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
+
+            return elementwise_dtypes(
+                x1, x2, type_promotion_kind=ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT
+            )[1]
+        return torch.result_type(x1, x2)
+
+    def astype(self, x: Any, dtype: Any) -> Any:
+        return x.to(dtype)
+
+    def library_scalar(self, value: bool | int | float | complex, dtype: Any, like: Any) -> Any:
+        # torch.where's own conversion (it refuses values out of the dtype's range)
+        zero = torch.zeros((), dtype=dtype, device=like.device)
+        return torch.where(torch.tensor(True, device=like.device), value, zero)
+
     # -- running -------------------------------------------------------------------
 
     def select(self, cond: Any, then: Any, else_: Any, plan: SelectPlan, out: Any) -> Any:

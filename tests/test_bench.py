@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from xp_helpers import run_without
 
-from arrayselect import _bench
+from arrayselect import _bench, adapters
 from arrayselect.__main__ import main
 
 TINY = (_bench.BenchCase("same", 100), _bench.BenchCase("outer", 64, "int8"))
@@ -18,7 +18,7 @@ COLUMNS = ["library", "backend", "case", "time", "peer", "peer time", "peer/ours
 
 def numpy_targets() -> list[_bench.Target]:
     """NumPy and NumPy forced onto the portable backend: always present, fast."""
-    return _bench._numpy_targets()
+    return _bench._targets_of(adapters.get("numpy"))
 
 
 def wrong_select(cond: object, then: object, else_: object, **kwargs: object) -> object:

@@ -18,6 +18,7 @@ dtypes NaNs are compared as NaNs.
 from __future__ import annotations
 
 import math
+import warnings
 from types import ModuleType
 from typing import Any
 
@@ -175,3 +176,35 @@ def test_where_every_dtype_on_numpy(dtype: str) -> None:
     c = rng.random((4, 5)) < 0.5
     a, b = _array(dtype, (4, 5), rng), _array(dtype, (1, 5), rng)
     assert bits_equal(asel.where(c, a, b), np.where(c, a, b))
+
+
+@pytest.mark.parametrize(
+    ("dtype", "value"),
+    [("float16", 1e10), ("float16", -1e300), ("float32", 1e300), ("int8", 1000), ("uint8", -1)],
+)
+def test_out_of_range_scalars_convert_as_the_library_does(
+    xp: ModuleType, dtype: str, value: Any
+) -> None:
+    """Where select would raise ScalarOverflowError, where converts like the library."""
+    if dtype_skip_reason(xp, dtype):
+        pytest.skip(dtype_skip_reason(xp, dtype))
+    condition = from_numpy(xp, np.array([True, False, True]))
+    x1 = from_numpy(xp, np.arange(3).astype(dtype))
+    with np.errstate(over="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # NumPy's overflow warning on the conversion
+        expected = _outcome(_library_where(xp), condition, x1, value)
+        got = _outcome(asel.where, condition, x1, value)
+    if isinstance(expected, Exception):
+        assert isinstance(got, Exception), (expected, got)
+    else:
+        assert not isinstance(got, Exception), got
+        assert bits_equal(got, expected), (got, expected)
+
+
+def test_where_under_torch_compile() -> None:
+    torch = pytest.importorskip("torch", reason="torch is not installed")
+    c, a, b = torch.rand(6) < 0.5, torch.arange(6, dtype=torch.int8), torch.rand(6)
+    compiled = torch.compile(lambda c, a, b: asel.where(c, a, b), fullgraph=True, backend="eager")
+    assert torch.equal(compiled(c, a, b), torch.where(c, a, b))
+    scalar = torch.compile(lambda c, b: asel.where(c, b, 0.5), fullgraph=True, backend="eager")
+    assert torch.equal(scalar(c, b), torch.where(c, b, 0.5))

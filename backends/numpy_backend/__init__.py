@@ -63,6 +63,15 @@ class NumpyBackend(Backend):
     def scalar_array(self, value: bool | int | float | complex, dtype: Any, like: Any) -> Any:
         return np.asarray(value, dtype=dtype)
 
+    def result_type(self, x1: Any, x2: Any) -> Any:
+        return np.result_type(x1, x2)  # NumPy 2: Python scalars are weak (NEP 50)
+
+    def astype(self, x: Any, dtype: Any) -> Any:
+        return x.astype(dtype)
+
+    def library_scalar(self, value: bool | int | float | complex, dtype: Any, like: Any) -> Any:
+        return np.where(True, value, np.zeros((), dtype))  # np.where's own conversion
+
     def select(self, cond: Any, then: Any, else_: Any, plan: SelectPlan, out: Any) -> Any:
         cond, then, else_ = as_kernel_operands(cond, then, else_)
         return kernel_select(cond, then, else_, out, plan.out_shape, *plan.dims)

@@ -13,6 +13,8 @@ import abc
 from collections.abc import Hashable
 from typing import Any, Literal, NamedTuple
 
+import array_api_compat as compat
+
 from arrayselect._shapes import SelectPlan, Shape
 
 __all__ = ["DTYPE_KINDS", "Backend", "DtypeKind", "OutLayout"]
@@ -165,6 +167,29 @@ class Backend(abc.ABC):
         ``plan.out_shape``. When ``out`` is not ``None`` the result is written
         into it and ``out`` is returned.
         """
+
+    # -- what arrayselect.where needs besides Select ----------------------------------
+
+    def result_type(self, x1: Any, x2: Any) -> Any:
+        """The dtype the library's own ``where`` gives ``x1`` and ``x2`` (arrays or
+        Python scalars): its type promotion. Raises when it does not promote them.
+        """
+        arrays = [x for x in (x1, x2) if type(x) not in (bool, int, float, complex)]
+        return compat.array_namespace(*arrays).result_type(x1, x2)
+
+    def astype(self, x: Any, dtype: Any) -> Any:
+        """``x`` cast to ``dtype`` by the library (one pass over the data)."""
+        return compat.array_namespace(x).astype(x, dtype)
+
+    def library_scalar(self, value: bool | int | float | complex, dtype: Any, like: Any) -> Any:
+        """A 0-d array of ``dtype`` holding ``value`` as the library's own ``where``
+        converts a Python scalar, whatever its range (NumPy wraps integers around
+        and makes a float too large ``inf``; PyTorch raises), on ``like``'s device.
+        """
+        xp = compat.array_namespace(like)
+        device = compat.device(like)
+        zero = xp.zeros((), dtype=dtype, device=device)
+        return xp.where(xp.asarray(True, device=device), value, zero)
 
     def fast_path(self) -> Any:
         """A fast path for this backend's arrays, or ``None``.

@@ -25,6 +25,7 @@ from arrayselect import adapters
 from arrayselect._errors import SelectTypeError
 from arrayselect._registry import force_portable
 from arrayselect._select import backend_for, select
+from arrayselect._where import where
 
 __all__ = [
     "CASES",
@@ -45,7 +46,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class BenchCase:
-    """One Select call to time.
+    """One Select (or ``where``) call to time.
 
     Attributes
     ----------
@@ -57,17 +58,27 @@ class BenchCase:
         Number of output elements (2-D patterns use the nearest square).
     dtype
         ``then``/``else`` dtype: a NumPy name, or ``"bfloat16"``.
+    function
+        ``"select"``, or ``"where"`` (:func:`arrayselect.where`, which promotes).
+    else_dtype
+        For ``where``: the dtype of ``else`` when it differs from ``dtype`` (the
+        result is promoted), or ``"scalar"`` for a Python float.
     """
 
     pattern: str
     size: int
     dtype: str = "float32"
+    function: str = "select"
+    else_dtype: str | None = None
 
     @property
     def label(self) -> str:
-        """Short name for tables, e.g. ``"same 1e5 float32"``."""
+        """Short name for tables, e.g. ``"same 1e5 float32"``, ``"where 1e6 int8+float32"``."""
         exponent = math.log10(self.size)
         size = f"1e{round(exponent)}" if exponent == round(exponent) else str(self.size)
+        if self.function == "where":
+            other = f"+{self.else_dtype}" if self.else_dtype else ""
+            return f"where {size} {self.dtype}{other}"
         return f"{self.pattern} {size} {self.dtype}"
 
 
@@ -80,6 +91,8 @@ CASES: tuple[BenchCase, ...] = (
     BenchCase("outer", 10**6),
     BenchCase("same", 10**6, "bfloat16"),
     BenchCase("same", 10**6, "int8"),
+    BenchCase("same", 10**3, "float32", "where", "scalar"),
+    BenchCase("same", 10**6, "int8", "where", "float32"),
 )
 #: ``bench --quick``: the same, with 10**6 for the largest same-shape case.
 QUICK_CASES: tuple[BenchCase, ...] = (
@@ -90,6 +103,8 @@ QUICK_CASES: tuple[BenchCase, ...] = (
     BenchCase("outer", 10**6),
     BenchCase("same", 10**6, "bfloat16"),
     BenchCase("same", 10**6, "int8"),
+    BenchCase("same", 10**3, "float32", "where", "scalar"),
+    BenchCase("same", 10**6, "int8", "where", "float32"),
 )
 
 _SEED = 20240611
@@ -117,10 +132,11 @@ def make_inputs(case: BenchCase) -> tuple[Any, Any, Any]:
     rng = np.random.default_rng(_SEED)
     if case.pattern == "same":
         shape: tuple[int, ...] = (case.size,)
+        else_dtype = case.else_dtype or case.dtype
         return (
             rng.random(shape) < 0.5,
             _values(rng, shape, case.dtype),
-            _values(rng, shape, case.dtype),
+            0.5 if else_dtype == "scalar" else _values(rng, shape, else_dtype),
         )
     side = max(1, math.isqrt(case.size))
     if case.pattern == "cond-row":
@@ -156,13 +172,22 @@ class Target:
 
     adapter: adapters.Library
     portable: bool = False
+    torch_compile: bool = False
 
     @property
     def label(self) -> str:
         """Library and device as shown in the table, e.g. ``"jax cpu (jit)"``."""
         label = self.adapter.label + (" (portable)" if self.portable else "")
-        compiler = self.adapter.compiler
+        compiler = "torch.compile" if self.torch_compile else self.adapter.compiler
         return f"{label} ({compiler})" if compiler else label
+
+    def compile(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """``fn`` compiled as this target runs it (both ours and the peer)."""
+        if self.torch_compile:
+            import torch
+
+            return torch.compile(fn, fullgraph=True)
+        return self.adapter.compile(fn)
 
     @property
     def device(self) -> str:
@@ -172,7 +197,8 @@ class Target:
     @property
     def peer_name(self) -> str:
         """What the peer column times, e.g. ``"jit(jnp.where)"``."""
-        compiler, peer = self.adapter.compiler, self.adapter.peer_name
+        compiler = "torch.compile" if self.torch_compile else self.adapter.compiler
+        peer = self.adapter.peer_name
         return f"{compiler}({peer})" if compiler else peer
 
 
@@ -181,9 +207,18 @@ _ADAPTERS = ("numpy", "torch-cpu", "torch-cuda", "jax-cpu", "jax-gpu", "dask", "
 _LIBRARIES = ("numpy", "torch", "jax", "dask", "cupy")
 
 
-def _numpy_targets() -> list[Target]:
-    numpy = adapters.get("numpy")
-    return [Target(numpy), Target(numpy, portable=True)]
+def _targets_of(adapter: adapters.Library) -> list[Target]:
+    """The rows a library gets: NumPy and PyTorch on the CPU also through the portable
+    backend (what they ran on before their native backends), PyTorch also compiled."""
+    if adapter.key == "numpy":
+        return [Target(adapter), Target(adapter, portable=True)]
+    if adapter.key == "torch-cpu":
+        return [
+            Target(adapter),
+            Target(adapter, portable=True),
+            Target(adapter, torch_compile=True),
+        ]
+    return [Target(adapter)]
 
 
 def available_targets() -> tuple[list[Target], list[str]]:
@@ -191,7 +226,7 @@ def available_targets() -> tuple[list[Target], list[str]]:
     found = adapters.discover(_ADAPTERS, dask_chunking="rows")
     targets: list[Target] = []
     for adapter in found.present:
-        targets += _numpy_targets() if adapter.library == "numpy" else [Target(adapter)]
+        targets += _targets_of(adapter)
     present = {adapter.library for adapter in found.present}
     return targets, [library for library in _LIBRARIES if library not in present]
 
@@ -298,24 +333,25 @@ def _measure(
     cond, then, else_ = inputs
     expected = np.where(cond, then, else_)
     row = BenchRow(target.label, target.device, "?", case.label, target.peer_name)
-    row.nbytes = int(sum(x.nbytes for x in inputs) + expected.nbytes)
+    row.nbytes = int(sum(getattr(x, "nbytes", 0) for x in inputs) + expected.nbytes)
     lib = target.adapter
     try:
-        args = [lib.from_numpy(x) for x in inputs]
+        args = [x if isinstance(x, float) else lib.from_numpy(x) for x in inputs]
     except adapters.DtypeUnavailableError as exc:  # the library has no such dtype
         row.status, row.detail = "unsupported", str(exc)
         return row
+    function = where if case.function == "where" else select
 
     def ours_fn(c: Any, t: Any, e: Any) -> Any:
         if target.portable:
             with force_portable():
-                return select(c, t, e)
-        return select(c, t, e)
+                return function(c, t, e)
+        return function(c, t, e)
 
     with force_portable(target.portable):
         row.backend = backend_for(*args).name
-    ours_compiled = lib.compile(ours_fn)
-    peer_compiled = lib.compile(lib.peer)
+    ours_compiled = target.compile(ours_fn)
+    peer_compiled = target.compile(lib.peer)
 
     def ours() -> Any:
         return lib.sync(ours_compiled(*args))

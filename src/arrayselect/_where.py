@@ -7,8 +7,8 @@ promoted to one dtype. The promotion is the array library's own
 library's ``where``'s bit for bit: the standard's rules where it has them,
 and where it leaves mixed kinds (an integer array with a float array or a
 Python float) to the library, the library's. The operands are then made
-equal in dtype (one cast of an array whose dtype differs, a Python scalar
-converted by the library) and handed to :func:`arrayselect.select` with
+equal in dtype (one cast of an array whose dtype differs; a Python scalar
+takes the result dtype) and handed to :func:`arrayselect.select` with
 ``cond_broadcast="multidirectional"``, so every backend and fast path of
 ``select`` serves ``where`` too.
 
@@ -21,14 +21,10 @@ dictionary lookup and no pass over the data.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Hashable
-from types import ModuleType
 from typing import Any, Final, NamedTuple, cast
 
-import array_api_compat as compat
-import numpy as np
-
+from arrayselect._backend import Backend
 from arrayselect._errors import (
     ScalarOverflowError,
     SelectError,
@@ -49,25 +45,24 @@ _NAMES: Final = ("condition", "x1", "x2")
 class _Promotion(NamedTuple):
     """What ``where`` does with operands of one kind, decided once per kind.
 
-    ``xp`` is the namespace that converts, ``dtype`` the result dtype; per
-    operand, ``convert`` says it must be converted first (an array of another
-    dtype is cast once; a Python scalar is converted by the library), and
-    ``raw`` that it is a Python scalar handed to ``select`` as it is (``select``
-    converts it as the library does, and checks its range: a value out of
-    range is converted by the library instead, as the library's ``where``
-    would).
+    ``backend`` casts; ``dtype`` is the result dtype; per operand, ``cast`` says
+    it is an array of another dtype (cast once), ``as_int`` that it is a Python
+    bool taking a numeric result dtype (passed on as the int it equals, the one
+    scalar kind ``select`` would not take there). Python scalars go to ``select``
+    as they are: it converts them as the library does and checks their range; a
+    value out of range is converted by the library instead, as the library's own
+    ``where`` would (``inf`` for a float too large for float16, say).
     """
 
-    xp: ModuleType
+    backend: Backend
     dtype: Any
-    convert1: bool
-    convert2: bool
-    raw1: bool
-    raw2: bool
+    cast1: bool
+    cast2: bool
+    as_int1: bool
+    as_int2: bool
 
 
 _promotions: dict[Hashable, _Promotion] = {}
-_lock = threading.Lock()
 
 
 # Array types whose promotion looks at a weak type (JAX); filled as types arrive.
@@ -145,23 +140,24 @@ def where(condition: Any, x1: Any, x2: Any, /) -> Any:
         key = promotion = None
     if promotion is None:
         promotion = _decide(key, condition, x1, x2)
-    xp, dtype, convert1, convert2, raw1, raw2 = promotion
-    if convert1:
-        x1 = _convert(xp, x1, dtype, x2)
-    if convert2:
-        x2 = _convert(xp, x2, dtype, x1)
+    backend, dtype, cast1, cast2, as_int1, as_int2 = promotion
+    if cast1:
+        x1 = backend.astype(x1, dtype)
+    elif as_int1:
+        x1 = int(x1)
+    if cast2:
+        x2 = backend.astype(x2, dtype)
+    elif as_int2:
+        x2 = int(x2)
     try:
         return select(condition, x1, x2, cond_broadcast="multidirectional")
     except ScalarOverflowError:
-        if not (raw1 or raw2):
-            raise
-        # Out of select's range: the library's own conversion decides (inf for a
-        # float too large for float16, its own error for an int out of range).
-        if raw1:
-            x1 = _convert(xp, x1, dtype, x2)
-        if raw2:
-            x2 = _convert(xp, x2, dtype, x1)
-        return where(condition, x1, x2)
+        # Out of select's range: the library's own conversion decides, as in its where.
+        if type(x1) in PYTHON_SCALARS:
+            x1 = backend.library_scalar(x1, dtype, x2)
+        else:
+            x2 = backend.library_scalar(x2, dtype, x1)
+        return select(condition, x1, x2, cond_broadcast="multidirectional")
     except SelectError as exc:
         _explain(condition, x1, x2, shapes=isinstance(exc, SelectShapeError))
         raise
@@ -186,9 +182,8 @@ def _decide(key: Hashable | None, condition: Any, x1: Any, x2: Any) -> _Promotio
             f"x1 and x2 are both Python scalars ({x1!r}, {x2!r}); at least one of them must "
             "be an array (Array API standard), whose dtype the result takes"
         )
-    xp = compat.array_namespace(*[x for x in (x1, x2) if type(x) not in PYTHON_SCALARS])
     try:
-        dtype = xp.result_type(x1, x2)
+        dtype = backend.result_type(x1, x2)
     except Exception as exc:  # the library does not promote these
         described = [
             f"Python {type(x).__name__}" if type(x) in PYTHON_SCALARS else f"dtype {x.dtype}"
@@ -196,38 +191,27 @@ def _decide(key: Hashable | None, condition: Any, x1: Any, x2: Any) -> _Promotio
         ]
         raise SelectTypeError(
             f"x1 ({described[0]}) and x2 ({described[1]}) cannot be promoted to one dtype "
-            f"by {xp.__name__}: {type(exc).__name__}: {exc}"
+            f"by {backend.name}: {type(exc).__name__}: {exc}"
         ) from None
     for name, x in (("x1", x1), ("x2", x2)):
         if type(x) not in PYTHON_SCALARS:
             value_kind(backend, name, x.dtype)
     result_kind = value_kind(backend, "the result", dtype)
-    # A scalar beside an array already of the result dtype goes to select as it is.
-    raw1 = scalar1 and x2.dtype == dtype and scalar_fits_kind(type(x1), result_kind)
-    raw2 = scalar2 and x1.dtype == dtype and scalar_fits_kind(type(x2), result_kind)
     promotion = _Promotion(
-        xp,
+        backend,
         dtype,
-        not raw1 and (scalar1 or x1.dtype != dtype),
-        not raw2 and (scalar2 or x2.dtype != dtype),
-        raw1,
-        raw2,
+        not scalar1 and x1.dtype != dtype,
+        not scalar2 and x2.dtype != dtype,
+        scalar1 and not scalar_fits_kind(type(x1), result_kind),
+        scalar2 and not scalar_fits_kind(type(x2), result_kind),
     )
     if key is not None:
-        with _lock:
-            if len(_promotions) >= _CACHE_SIZE:
-                _promotions.clear()  # cheap to decide again; keeps the bound exact
-            _promotions[key] = promotion
+        # No lock (tracing compilers follow plain dictionary operations): a lost
+        # race only costs deciding again.
+        if len(_promotions) >= _CACHE_SIZE:
+            _promotions.clear()  # cheap to decide again; keeps the bound
+        _promotions[key] = promotion
     return promotion
-
-
-def _convert(xp: ModuleType, x: Any, dtype: Any, other: Any) -> Any:
-    """``x`` as ``dtype``: one cast of an array, or the library's conversion of a scalar."""
-    if type(x) in PYTHON_SCALARS:
-        return xp.asarray(x, dtype=dtype, device=compat.device(other))
-    if type(x) is np.ndarray:
-        return x.astype(dtype)  # what xp.astype does, without array_api_compat's wrapper
-    return xp.astype(x, dtype)
 
 
 def _explain(condition: Any, x1: Any, x2: Any, *, shapes: bool) -> None:

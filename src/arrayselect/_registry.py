@@ -216,6 +216,9 @@ def _install_fast_path(library: str, backend: Backend) -> None:
     for array_type in fast.array_types:
         fast_paths[array_type] = fast.call
         _fast_path_library[array_type] = library
+        # Known now: library_of need not classify these types later (inside a
+        # torch.compile trace, say, where array_api_compat's helpers warn).
+        _library_by_type[array_type] = library
 
 
 def create_backend(library: str) -> None:

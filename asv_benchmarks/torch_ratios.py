@@ -1,0 +1,104 @@
+"""Measure the PyTorch backend's targets in one run and print the ratios.
+
+    python asv_benchmarks/torch_ratios.py [--repeats 21]
+
+Each case times ``arrayselect.select`` and ``torch.where`` on the same CPU
+tensors (float32, a random bool mask), alternately, ``--repeats`` times; each
+repeat times a batch of consecutive calls lasting about 20 ms and reports the
+time per call; the table shows the medians and the ratio. The compiled case
+compiles ``f(c, a, b) = select(c, a * 2, b) + 1`` and the same function with
+``torch.where`` with ``torch.compile(fullgraph=True)`` and times both.
+
+Targets (the issue):
+  * per call at 1 element: select <= 1.3x torch.where
+  * 10^6 float32: select >= 10x faster than torch.where; 10^7: >= 3x
+  * under torch.compile at 10^6: no slower than torch.where compiled the same way
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+import arrayselect as asel
+
+
+def _per_call(fn: Callable[[], Any], number: int) -> float:
+    start = time.perf_counter()
+    for _ in range(number):
+        fn()
+    return (time.perf_counter() - start) / number
+
+
+def _interleaved(
+    ours: Callable[[], Any], peer: Callable[[], Any], repeats: int
+) -> tuple[float, float]:
+    ours(), peer()
+    start = time.perf_counter()
+    peer()
+    number = max(1, int(0.02 / max(time.perf_counter() - start, 1e-7)))
+    ours_times, peer_times = [], []
+    for i in range(repeats):  # alternate the order: both see the same machine noise
+        pair = [(ours, ours_times), (peer, peer_times)]
+        for fn, times in pair if i % 2 else pair[::-1]:
+            times.append(_per_call(fn, number))
+    return statistics.median(ours_times), statistics.median(peer_times)
+
+
+def _inputs(n: int) -> tuple[Any, Any, Any]:
+    g = torch.Generator().manual_seed(20261123)
+    return torch.rand(n, generator=g) < 0.5, torch.rand(n, generator=g), torch.rand(n, generator=g)
+
+
+def _select(c: Any, a: Any, b: Any) -> Any:
+    return asel.select(c, a * 2, b) + 1
+
+
+def _where(c: Any, a: Any, b: Any) -> Any:
+    return torch.where(c, a * 2, b) + 1
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=21)
+    args = parser.parse_args()
+    print(
+        f"torch {torch.__version__}, torch threads {torch.get_num_threads()}, arrayselect "
+        f"threads {asel.get_num_threads()}, load average {os.getloadavg()[0]:.2f}, "
+        f"{args.repeats} repeats, medians"
+    )
+    rows = []
+    for n, target in ((1, "<= 1.3x"), (10**6, ">= 10x"), (10**7, ">= 3x")):
+        c, a, b = _inputs(n)
+        ours, peer = _interleaved(
+            functools.partial(asel.select, c, a, b),
+            functools.partial(torch.where, c, a, b),
+            args.repeats,
+        )
+        rows.append((f"{n:>8} elements, eager", ours, peer, target))
+    c, a, b = _inputs(10**6)
+    compiled_ours = torch.compile(_select, fullgraph=True)
+    compiled_peer = torch.compile(_where, fullgraph=True)
+    ours, peer = _interleaved(
+        lambda: compiled_ours(c, a, b), lambda: compiled_peer(c, a, b), args.repeats
+    )
+    rows.append(("10^6 elements, torch.compile", ours, peer, "no slower"))
+    print(f"{'case':30} {'select':>11} {'torch.where':>12}  ratio")
+    for label, ours, peer, target in rows:
+        ratio = (
+            f"select = {ours / peer:.2f}x torch.where"
+            if target.startswith("<=") or target == "no slower"
+            else f"{peer / ours:.2f}x faster"
+        )
+        print(f"{label:30} {ours * 1e6:9.2f}us {peer * 1e6:10.2f}us  {ratio} (target {target})")
+
+
+if __name__ == "__main__":
+    main()

@@ -44,7 +44,8 @@ def _interleaved(
     start = time.perf_counter()
     peer()
     number = max(1, int(0.02 / max(time.perf_counter() - start, 1e-7)))
-    ours_times, peer_times = [], []
+    ours_times: list[float] = []
+    peer_times: list[float] = []
     for i in range(repeats):  # alternate the order: both see the same machine noise
         pair = [(ours, ours_times), (peer, peer_times)]
         for fn, times in pair if i % 2 else pair[::-1]:

@@ -19,6 +19,9 @@ file                                   made from
 ``perf.md``, ``perf*.png``             ``perf_data.py``: asv results when present, else a
                                        short measurement made during the build, drawn
                                        by ``perf_charts.py``
+``where_speed.md``, ``torch_speed.md``  ``speed_tables.py``: ``where`` against each
+                                       library's ``where``, the PyTorch backend against
+                                       ``torch.where``, measured in the build
 =====================================  =================================================
 """
 
@@ -38,6 +41,7 @@ import capabilities
 import mode_diagrams
 import numpy as np
 import perf_data
+import speed_tables
 
 import arrayselect
 from arrayselect import _registry
@@ -159,8 +163,10 @@ def write_api() -> None:
 PAGE_ORDER = (
     "getting_started",
     "semantics",
+    "where",
     "backends",
     "numpy_kernel",
+    "torch",
     "jax",
     "scaling",
     "gpu",
@@ -239,6 +245,8 @@ def generate(app: Any) -> None:
     write_capabilities()
     report = perf_data.make_report(GENERATED / "perf.png", DOCS.parent)
     _write("perf.md", report)
+    _write("where_speed.md", speed_tables.where_table())
+    _write("torch_speed.md", speed_tables.torch_table())
 
 
 def optdoc_role(

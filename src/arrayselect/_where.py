@@ -46,9 +46,10 @@ class _Promotion(NamedTuple):
     """What ``where`` does with operands of one kind, decided once per kind.
 
     ``backend`` casts; ``dtype`` is the result dtype; per operand, ``cast`` says
-    it is an array of another dtype (cast once), ``as_int`` that it is a Python
-    bool taking a numeric result dtype (passed on as the int it equals, the one
-    scalar kind ``select`` would not take there). Python scalars go to ``select``
+    it is an array of another dtype (cast once), ``lift`` that it is a Python
+    scalar of a lower kind than the result's (a bool beside a numeric array, or
+    the lower of two scalars): passed on as the number it equals, the kind
+    ``select`` takes there. Python scalars go to ``select``
     as they are: it converts them as the library does and checks their range; a
     value out of range is converted by the library instead, as the library's own
     ``where`` would (``inf`` for a float too large for float16, say).
@@ -58,11 +59,12 @@ class _Promotion(NamedTuple):
     dtype: Any
     cast1: bool
     cast2: bool
-    as_int1: bool
-    as_int2: bool
+    lift1: bool
+    lift2: bool
 
 
 _promotions: dict[Hashable, _Promotion] = {}
+_SCALAR_ORDER: Final = (bool, int, float, complex)
 
 
 # Array types whose promotion looks at a weak type (JAX); filled as types arrive.
@@ -95,12 +97,14 @@ def where(condition: Any, x1: Any, x2: Any, /) -> Any:
     condition : array
         A boolean array.
     x1, x2 : array or Python scalar
-        Values taken where ``condition`` is true / false; at least one is an
-        array. Promoted by the array library's own rules (its ``result_type``):
+        Values taken where ``condition`` is true / false. Promoted by the array
+        library's own rules (its ``result_type``):
         the standard's type promotion, and the library's choice where the
         standard leaves mixed kinds undefined (NumPy and JAX make an ``int8``
         array and a Python float ``float64`` with 64-bit types, PyTorch its
-        default float dtype). A Python scalar is converted by the library.
+        default float dtype). A Python scalar takes the result dtype; two Python
+        scalars (which the standard leaves out) give the library's default dtype
+        of the higher kind, as its own ``where`` does.
 
     Returns
     -------
@@ -111,7 +115,7 @@ def where(condition: Any, x1: Any, x2: Any, /) -> Any:
     ------
     SelectTypeError
         For a ``condition`` that is not a boolean array, operands that are not
-        arrays (or two Python scalars), or dtypes the library does not promote.
+        arrays or Python scalars, or dtypes the library does not promote.
     SelectShapeError
         If the three shapes cannot be broadcast together.
     SelectValueError
@@ -140,15 +144,15 @@ def where(condition: Any, x1: Any, x2: Any, /) -> Any:
         key = promotion = None
     if promotion is None:
         promotion = _decide(key, condition, x1, x2)
-    backend, dtype, cast1, cast2, as_int1, as_int2 = promotion
+    backend, dtype, cast1, cast2, lift1, lift2 = promotion
     if cast1:
         x1 = backend.astype(x1, dtype)
-    elif as_int1:
-        x1 = int(x1)
+    elif lift1:
+        x1 = _lift(x1, x2)
     if cast2:
         x2 = backend.astype(x2, dtype)
-    elif as_int2:
-        x2 = int(x2)
+    elif lift2:
+        x2 = _lift(x2, x1)
     try:
         return select(condition, x1, x2, cond_broadcast="multidirectional")
     except ScalarOverflowError:
@@ -178,9 +182,13 @@ def _decide(key: Hashable | None, condition: Any, x1: Any, x2: Any) -> _Promotio
         raise SelectTypeError(f"condition must have a boolean dtype, got {condition.dtype}{hint}")
     scalar1, scalar2 = type(x1) in PYTHON_SCALARS, type(x2) in PYTHON_SCALARS
     if scalar1 and scalar2:
-        raise SelectTypeError(
-            f"x1 and x2 are both Python scalars ({x1!r}, {x2!r}); at least one of them must "
-            "be an array (Array API standard), whose dtype the result takes"
+        # The standard leaves two scalars out; NumPy, PyTorch and JAX take them and
+        # give the library's default dtype of the higher kind (bool < int < float <
+        # complex), which select gives two scalars of that kind.
+        higher = max(type(x1), type(x2), key=_SCALAR_ORDER.index)
+        dtype = backend.default_dtype(higher, condition)
+        return _Promotion(
+            backend, dtype, False, False, type(x1) is not higher, type(x2) is not higher
         )
     try:
         dtype = backend.result_type(x1, x2)
@@ -212,6 +220,15 @@ def _decide(key: Hashable | None, condition: Any, x1: Any, x2: Any) -> _Promotio
             _promotions.clear()  # cheap to decide again; keeps the bound
         _promotions[key] = promotion
     return promotion
+
+
+def _lift(value: Any, other: Any) -> Any:
+    """A Python scalar taken to the kind it must have: the other scalar's type when
+    both are scalars (1 beside 2.5 is 1.0), else int (a bool beside a numeric array).
+    """
+    if type(other) in PYTHON_SCALARS:
+        return type(other)(value)
+    return int(value)
 
 
 def _explain(condition: Any, x1: Any, x2: Any, *, shapes: bool) -> None:

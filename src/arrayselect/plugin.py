@@ -19,8 +19,8 @@ this module, and so can a plugin (see ``docs/plugins.md``):
   symbolic shapes (:func:`same_dim`);
 * :func:`register_backend` and :func:`active_backend`.
 
-Examples
---------
+A plan, for example:
+
 >>> import numpy as np
 >>> from arrayselect import plugin
 >>> plan = plugin.make_plan((3, 1), (2, 3, 4), (4,), "numpy", -1, "unidirectional")

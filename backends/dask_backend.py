@@ -33,21 +33,16 @@ from typing import Any
 
 import array_api_compat as compat
 import dask.array as da
-import numpy as np
 from dask.array import core as _da_core
 from dask.array import utils as _da_utils
 
 import arrayselect
 from arrayselect.plugin import (
-    NUMPY_DEFAULT_DTYPES,
     Backend,
-    DtypeKind,
+    NumpyDtypes,
     SelectPlan,
     SelectShapeError,
     Shape,
-    numpy_dtype_kind,
-    numpy_float_max,
-    numpy_int_range,
 )
 
 __all__ = ["DaskBackend", "create"]
@@ -125,11 +120,11 @@ def _select_block(cond: Any, then: Any, else_: Any, *, dims: Any, rank: int) -> 
         ) from None
 
 
-class DaskBackend(Backend):
+class DaskBackend(NumpyDtypes, Backend):
     """Select for Dask arrays: one lazy ``blockwise`` layer over the blocks.
 
     Dtype queries are those of NumPy (Dask arrays carry NumPy dtypes, whatever
-    their block type).
+    their block type, and follow NumPy's default dtypes).
     """
 
     name = "dask"
@@ -139,22 +134,6 @@ class DaskBackend(Backend):
         "use the returned array (or write it out with dask.array.store)"
     )
     device_hint = "convert the blocks explicitly, e.g. x.map_blocks(cupy.asarray)"
-
-    def dtype_kind(self, dtype: Any) -> DtypeKind | None:
-        try:
-            numpy_dtype = np.dtype(dtype)
-        except TypeError:  # blocks of a library whose dtypes NumPy does not know
-            return None
-        return numpy_dtype_kind(numpy_dtype)
-
-    def int_range(self, dtype: Any) -> tuple[int, int]:
-        return numpy_int_range(np.dtype(dtype))
-
-    def float_max(self, dtype: Any) -> float:
-        return numpy_float_max(np.dtype(dtype))
-
-    def default_dtype(self, scalar_type: type, like: Any) -> Any:
-        return NUMPY_DEFAULT_DTYPES[scalar_type]  # Dask follows NumPy's defaults
 
     def shape(self, x: Any) -> Shape:
         # Dask marks unknown sizes with NaN; the shape core uses None.

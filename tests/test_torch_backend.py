@@ -222,13 +222,16 @@ def test_compile_as_the_first_call_in_a_process(order: str) -> None:
     """The backend exists before the first trace (it is created when torch is
     imported), so a first call inside torch.compile neither breaks nor warns."""
     imports = ["import arrayselect as asel", "import torch"]
-    code = "\n".join(imports if order == "arrayselect first" else imports[::-1]) + """
+    code = (
+        "\n".join(imports if order == "arrayselect first" else imports[::-1])
+        + """
 import warnings
 warnings.simplefilter("error")  # any warning, from us or from tracing us, fails
 f = torch.compile(lambda c, a: asel.select(c, a, 0.0), fullgraph=True, backend="eager")
 c, a = torch.tensor([True, False]), torch.tensor([1.0, 2.0])
 assert f(c, a).tolist() == [1.0, 0.0]
 """
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
 

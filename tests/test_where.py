@@ -20,6 +20,8 @@ and JAX do.
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 import warnings
 from types import ModuleType
 from typing import Any
@@ -210,3 +212,25 @@ def test_where_under_torch_compile() -> None:
     assert torch.equal(compiled(c, a, b), torch.where(c, a, b))
     scalar = torch.compile(lambda c, b: asel.where(c, b, 0.5), fullgraph=True, backend="eager")
     assert torch.equal(scalar(c, b), torch.where(c, b, 0.5))
+
+
+def test_out_of_range_scalar_errors_do_not_depend_on_earlier_calls() -> None:
+    """The promotion is decided by type (and cached by type): the error for a value
+    out of range is the same whether or not an in-range call came first."""
+    code = """
+import array_api_strict as xp, arrayselect as asel
+c, x = xp.asarray([True, False]), xp.asarray([1, 2], dtype=xp.int8)
+def outcome():
+    try:
+        asel.where(c, x, 300)
+    except Exception as exc:
+        return type(exc).__name__
+print(outcome(), end=" ")
+asel.where(c, x, 5)
+print(outcome())
+"""
+    pytest.importorskip("array_api_strict", reason="array_api_strict is not installed")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    cold, warm = done.stdout.split()
+    assert cold == warm, (cold, warm)

@@ -10,18 +10,14 @@ import cupy
 import numpy as np
 
 from arrayselect.plugin import (
-    NUMPY_DEFAULT_DTYPES,
     Backend,
     Decision,
-    DtypeKind,
     FastPath,
+    NumpyDtypes,
     OutLayout,
     SelectPlan,
     Shape,
     SignatureCache,
-    numpy_dtype_kind,
-    numpy_float_max,
-    numpy_int_range,
     register_cache,
 )
 
@@ -86,7 +82,7 @@ def _layout(x: Any) -> ck.ArrayLayout:
     return ck.ArrayLayout(int(x.data.ptr), tuple(x.shape), tuple(x.strides), int(x.itemsize))
 
 
-class CupyBackend(Backend):
+class CupyBackend(NumpyDtypes, Backend):
     """Select for CuPy arrays on NVIDIA GPUs.
 
     Attributes
@@ -106,19 +102,6 @@ class CupyBackend(Backend):
         register_cache("cupy_backend.fast_path", lambda: (len(self._fast), self._fast.maxsize))
 
     # ------------------------------------------------------------- queries
-    # CuPy's dtypes are NumPy's: the core's NumPy dtype queries answer.
-    def dtype_kind(self, dtype: Any) -> DtypeKind | None:
-        return numpy_dtype_kind(dtype)
-
-    def int_range(self, dtype: Any) -> tuple[int, int]:
-        return numpy_int_range(dtype)
-
-    def float_max(self, dtype: Any) -> float:
-        return numpy_float_max(dtype)
-
-    def default_dtype(self, scalar_type: type, like: Any) -> Any:
-        return NUMPY_DEFAULT_DTYPES[scalar_type]
-
     def shape(self, x: Any) -> Shape:
         return x.shape  # type: ignore[no-any-return]
 

@@ -16,16 +16,12 @@ from typing import Any
 import numpy as np
 
 from arrayselect.plugin import (
-    NUMPY_DEFAULT_DTYPES,
     Backend,
-    DtypeKind,
     FastPath,
+    NumpyDtypes,
     OutLayout,
     SelectPlan,
     Shape,
-    numpy_dtype_kind,
-    numpy_float_max,
-    numpy_int_range,
 )
 
 from . import fast_path as _fast_path
@@ -34,23 +30,11 @@ from .kernel import kernel_select
 __all__ = ["BACKEND", "NumpyBackend", "as_kernel_operands", "create"]
 
 
-class NumpyBackend(Backend):
+class NumpyBackend(NumpyDtypes, Backend):
     """Select for NumPy arrays (``ml_dtypes`` included), on the compiled kernel."""
 
     name = "numpy"
     supports_out = True
-
-    def dtype_kind(self, dtype: Any) -> DtypeKind | None:
-        return numpy_dtype_kind(dtype)
-
-    def int_range(self, dtype: Any) -> tuple[int, int]:
-        return numpy_int_range(dtype)
-
-    def float_max(self, dtype: Any) -> float:
-        return numpy_float_max(dtype)
-
-    def default_dtype(self, scalar_type: type, like: Any) -> Any:
-        return NUMPY_DEFAULT_DTYPES[scalar_type]
 
     def shape(self, x: Any) -> Shape:
         return x.shape  # type: ignore[no-any-return]

@@ -19,6 +19,7 @@ from arrayselect._caches import register_cache
 __all__ = [
     "NUMPY_DEFAULT_DTYPES",
     "SPEC_DTYPES",
+    "NumpyDtypes",
     "numpy_dtype",
     "numpy_dtype_kind",
     "numpy_float_max",
@@ -132,3 +133,25 @@ def numpy_float_max(dtype: np.dtype[Any]) -> float:
     if dtype.kind in ("f", "c"):
         return float(np.finfo(dtype).max)
     return float(_ml_dtypes_info("finfo", dtype).max)
+
+
+class NumpyDtypes:
+    """The dtype queries of a :class:`~arrayselect.plugin.Backend` whose arrays carry
+    NumPy dtypes (NumPy, CuPy, Dask): answered by the functions above, once.
+    """
+
+    def dtype_kind(self, dtype: Any) -> DtypeKind | None:
+        """Kind of a NumPy dtype, ``None`` when Select does not support it."""
+        return numpy_dtype_kind(dtype)
+
+    def int_range(self, dtype: Any) -> tuple[int, int]:
+        """Smallest and largest value of an integer dtype."""
+        return numpy_int_range(dtype)
+
+    def float_max(self, dtype: Any) -> float:
+        """Largest finite value of a floating dtype, per component."""
+        return numpy_float_max(dtype)
+
+    def default_dtype(self, scalar_type: type, like: Any) -> Any:
+        """NumPy's dtype for a Python scalar type (the library follows NumPy's)."""
+        return NUMPY_DEFAULT_DTYPES[scalar_type]

@@ -65,6 +65,7 @@ class _Promotion(NamedTuple):
 
 _promotions: dict[Hashable, _Promotion] = {}
 _SCALAR_ORDER: Final = (bool, int, float, complex)
+_ZEROS: Final[dict[type, Any]] = {bool: False, int: 0, float: 0.0, complex: 0j}
 
 
 # Array types whose promotion looks at a weak type (JAX); filled as types arrive.
@@ -191,7 +192,10 @@ def _decide(key: Hashable | None, condition: Any, x1: Any, x2: Any) -> _Promotio
             backend, dtype, False, False, type(x1) is not higher, type(x2) is not higher
         )
     try:
-        dtype = backend.result_type(x1, x2)
+        # Promotion by type, never by value (the decision is cached by type): a
+        # scalar is asked about as the zero of its type; its own value is checked
+        # when the call runs.
+        dtype = backend.result_type(_ZEROS.get(type(x1), x1), _ZEROS.get(type(x2), x2))
     except Exception as exc:  # the library does not promote these
         described = [
             f"Python {type(x).__name__}" if type(x) in PYTHON_SCALARS else f"dtype {x.dtype}"

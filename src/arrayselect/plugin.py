@@ -15,7 +15,8 @@ this module, and so can a plugin (see ``docs/plugins.md``):
   :class:`Decision` it caches with its :class:`ScalarRange`, :class:`FastPath`,
   and :func:`validate` / :func:`select_general` / :func:`check_out_layout` /
   :func:`check_devices` for fast paths written by hand;
-* helpers for libraries with NumPy dtypes (:func:`numpy_dtype_kind`, ...) and
+* helpers for libraries with NumPy dtypes (:class:`NumpyDtypes`, the dtype queries
+  of a backend whose arrays carry NumPy dtypes, built on :func:`numpy_dtype_kind`, ...) and
   symbolic shapes (:func:`same_dim`);
 * :func:`register_backend` and :func:`active_backend`.
 
@@ -34,6 +35,7 @@ from arrayselect._backend import DTYPE_KINDS, Backend, DtypeKind, OutLayout
 from arrayselect._caches import register_cache
 from arrayselect._dtypes import (
     NUMPY_DEFAULT_DTYPES,
+    NumpyDtypes,
     numpy_dtype_kind,
     numpy_float_max,
     numpy_int_range,
@@ -74,6 +76,7 @@ __all__ = [
     "Decision",
     "DtypeKind",
     "FastPath",
+    "NumpyDtypes",
     "OutLayout",
     "Run",
     "ScalarOverflowError",

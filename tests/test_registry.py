@@ -407,8 +407,9 @@ def test_dask_unknown_sizes(da, options):
 
 @pytest.mark.xfail(
     strict=True,
-    reason="known limitation: the portable backend aligns pdpd inputs with xp.reshape, which "
-    "Dask refuses for unknown (NaN) sizes; expand_dims/indexing with None would work",
+    reason="a Dask limitation: it refuses to line up a dimension of unknown (NaN) chunks with "
+    "known chunks (da.where(cond[:, None], then, -1.0) raises the same ValueError), and "
+    "arrayselect reports it as a SelectShapeError",
 )
 def test_dask_unknown_sizes_pdpd_reshape(da):
     cond = _unknown(da, np.array([True, False]))  # (nan,) fitted at axis 0 of (2, 3)

@@ -24,21 +24,13 @@ from arrayselect.plugin import (
     FastPath,
     ScalarRange,
     check_out_layout,
-    select_general,
+    select_positional,
     validate,
 )
 
 from . import _select_kernel as _k
 
 __all__ = ["clear_cache", "fast_path"]
-
-
-def _general(
-    cond: Any, then: Any, else_: Any, auto_broadcast: Any, axis: Any, cb: Any, out: Any
-) -> Any:
-    return select_general(
-        cond, then, else_, auto_broadcast=auto_broadcast, axis=axis, cond_broadcast=cb, out=out
-    )
 
 
 def _range(rng: ScalarRange | None) -> tuple[Any, Any, bool] | None:
@@ -69,7 +61,8 @@ def _make_miss(backend: Any) -> Callable[..., Any]:
 
 def fast_path(backend: Any) -> FastPath:
     """The compiled fast path for ``np.ndarray`` conds, serving ``backend``."""
-    _k.configure(_make_miss(backend), _general, functools.partial(check_out_layout, backend))
+    check_out = functools.partial(check_out_layout, backend)
+    _k.configure(_make_miss(backend), select_positional, check_out)
     return FastPath((np.ndarray,), _k.fast_select)
 
 

@@ -31,7 +31,7 @@ from arrayselect._backend import Backend
 from arrayselect._errors import SelectError
 from arrayselect._fastcall import SignatureCall
 from arrayselect._registry import FastPath
-from arrayselect._select import select_general, validate
+from arrayselect._select import select_positional, validate
 from arrayselect._validate import Decision, check_devices, check_out_layout
 
 __all__ = ["Prepare", "Run", "SignatureCache"]
@@ -119,7 +119,7 @@ class SignatureCache:
             backend.signature,
             self._cache,
             self._miss,
-            self._general,
+            select_positional,
             run,
             backend,
             check_devices if self._check_devices else None,
@@ -178,23 +178,3 @@ class SignatureCache:
                     del self._cache[next(iter(self._cache))]
                 self._cache[key] = entry
         return result
-
-    @staticmethod
-    def _general(
-        cond: Any,
-        then: Any,
-        else_: Any,
-        auto_broadcast: Any,
-        axis: Any,
-        cond_broadcast: Any,
-        out: Any,
-    ) -> Any:
-        return select_general(
-            cond,
-            then,
-            else_,
-            auto_broadcast=auto_broadcast,
-            axis=axis,
-            cond_broadcast=cond_broadcast,
-            out=out,
-        )

@@ -105,15 +105,7 @@ def select(
         result = fast(cond, then, else_, auto_broadcast, axis, cond_broadcast, out)
         if result is not NotImplemented:
             return result
-    return select_general(
-        cond,
-        then,
-        else_,
-        auto_broadcast=auto_broadcast,
-        axis=axis,
-        cond_broadcast=cond_broadcast,
-        out=out,
-    )
+    return select_positional(cond, then, else_, auto_broadcast, axis, cond_broadcast, out)
 
 
 class Validated(NamedTuple):
@@ -196,6 +188,24 @@ def select_general(
     out: Any = None,
 ) -> Any:
     """:func:`select` without fast paths: full validation, then the backend."""
+    return select_positional(cond, then, else_, auto_broadcast, axis, cond_broadcast, out)
+
+
+def select_positional(
+    cond: Any,
+    then: Any,
+    else_: Any,
+    auto_broadcast: Any,
+    axis: Any,
+    cond_broadcast: Any,
+    out: Any,
+    /,
+) -> Any:
+    """:func:`select_general` in the argument order of a fast path.
+
+    A fast path is called with the seven arguments by position; this is what it hands a
+    call it does not serve, with no keyword packing on the way.
+    """
     backend, decision, then, else_ = validate(
         cond, then, else_, auto_broadcast, axis, cond_broadcast, out
     )

@@ -13,7 +13,8 @@ this module, and so can a plugin (see ``docs/plugins.md``):
 * the fast-path protocol -- :class:`SignatureCache` (cache what validation
   decided per call signature, re-check only what depends on values), the
   :class:`Decision` it caches with its :class:`ScalarRange`, :class:`FastPath`,
-  and :func:`validate` / :func:`select_general` / :func:`check_out_layout` /
+  and :func:`validate` / :func:`select_general` (:func:`select_positional`, its
+  fast-path argument order) / :func:`check_out_layout` /
   :func:`check_devices` for fast paths written by hand;
 * helpers for libraries with NumPy dtypes (:class:`NumpyDtypes`, the dtype queries
   of a backend whose arrays carry NumPy dtypes, built on :func:`numpy_dtype_kind`, ...) and
@@ -55,7 +56,7 @@ from arrayselect._registry import (
     portable_forced,
     register_backend,
 )
-from arrayselect._select import Validated, select_general, validate
+from arrayselect._select import Validated, select_general, select_positional, validate
 from arrayselect._settings import get_num_threads, num_threads_chosen
 from arrayselect._settings import on_change as on_settings_change
 from arrayselect._shapes import SelectPlan, Shape, make_plan, same_dim
@@ -104,5 +105,6 @@ __all__ = [
     "register_cache",
     "same_dim",
     "select_general",
+    "select_positional",
     "validate",
 ]

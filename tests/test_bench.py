@@ -147,3 +147,14 @@ def test_bench_without_ml_dtypes_reports_bfloat16_not_installed() -> None:
     notes = [line for line in lines if line.startswith("not installed: same 1e2 bfloat16")]
     assert len(notes) == 1 and "ml_dtypes" in notes[0], proc.stdout
     assert "bench passed" in proc.stdout
+
+
+def test_torch_compile_target_compiles_each_case_afresh() -> None:
+    """More cases than torch's recompile limit (8): every row compiles and matches."""
+    pytest.importorskip("torch")
+    target = _bench.Target(adapters.get("torch-cpu"), torch_compile=True)
+    cases = [_bench.BenchCase("same", size) for size in range(10, 20)]
+    report = _bench.run_bench(cases, quick=True, targets=[target], progress=None, timing=(0.0001, 1))
+    assert [row.status for row in report.rows] == ["ok"] * len(cases), [
+        row.detail for row in report.rows
+    ]

@@ -189,6 +189,18 @@ class Target:
             return torch.compile(fn, fullgraph=True)
         return self.adapter.compile(fn)
 
+    def reset_compiler(self) -> None:
+        """Forget what earlier cases compiled, so that each case compiles as a fresh program.
+
+        Dynamo keys its cache on the code object, and every case compiles the same
+        closure: from the ninth case on, ``fullgraph=True`` would fail with
+        torch's recompile limit (8), which no program compiling one function meets.
+        """
+        if self.torch_compile:
+            import torch
+
+            torch.compiler.reset()
+
     @property
     def device(self) -> str:
         """``"cpu"``, or the GPU's name (the key of its memory floor)."""
@@ -350,6 +362,7 @@ def _measure(
 
     with force_portable(target.portable):
         row.backend = backend_for(*args).name
+    target.reset_compiler()
     ours_compiled = target.compile(ours_fn)
     peer_compiled = target.compile(lib.peer)
 

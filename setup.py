@@ -10,6 +10,8 @@ only adds the C extensions, built by the ordinary setuptools build backend for
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
@@ -33,9 +35,13 @@ class BuildExt(build_ext):  # type: ignore[misc]
 
 
 _KERNEL = "backends/numpy_backend/_kernel/"
+# ARRAYSELECT_KERNEL_DISPATCH=0 builds the baseline loops only (no AVX2/AVX-512 copies).
+_KERNEL_MACROS = (
+    [("SK_NO_DISPATCH", "1")] if os.environ.get("ARRAYSELECT_KERNEL_DISPATCH") == "0" else []
+)
 _KERNEL_SOURCES = ["select_kernel.c", "sk_loops.c", "sk_plan.c", "sk_pool.c", "sk_memory.c"]
 _KERNEL_SOURCES += ["sk_fast.c"]
-_KERNEL_HEADERS = ["sk_kernel.h"]
+_KERNEL_HEADERS = ["sk_kernel.h", "sk_loops_isa.h", "sk_loops_typed.h"]
 
 setup(
     ext_modules=[
@@ -45,7 +51,8 @@ setup(
             sources=[_KERNEL + name for name in _KERNEL_SOURCES],
             depends=[_KERNEL + name for name in _KERNEL_HEADERS],
             include_dirs=[np.get_include(), _KERNEL],
-        )
+            define_macros=_KERNEL_MACROS,
+        ),
     ],
     cmdclass={"build_ext": BuildExt},
 )

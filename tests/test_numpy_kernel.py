@@ -2,7 +2,9 @@
 
 The oracle is ``np.where`` on *bit views* (unsigned integers of the item size,
 or uint64 lanes for 16/32-byte items): it is independent of the kernel and
-compares bits, so NaN payloads and padding count.
+compares bits, so NaN payloads and padding count. The tests that run loops
+run once per instruction set the kernel's loops were compiled for and this
+CPU supports (the ``isa`` fixture: baseline, and AVX2 and AVX-512 on x86-64).
 """
 
 from __future__ import annotations
@@ -119,6 +121,19 @@ def _restore_settings() -> Iterator[None]:
     numpy_kernel.set_parallel_threshold(threshold)
 
 
+#: Instruction sets the loops were compiled for and this CPU supports.
+ISAS: list[str] = numpy_kernel.isa_info()["usable"]
+
+
+@pytest.fixture(params=ISAS)
+def isa(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Run the test with the loops of each usable instruction set."""
+    previous = numpy_kernel.isa_info()["current"]
+    numpy_kernel.set_isa(request.param)
+    yield request.param
+    numpy_kernel.set_isa(previous)
+
+
 @pytest.fixture
 def no_where(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make np.where raise: the NumPy backend must not need it."""
@@ -193,6 +208,7 @@ def test_import_loads_kernel_but_no_other_array_library() -> None:
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("n", [0, 1, 7, 33, 1000])
+@pytest.mark.usefixtures("isa")
 def test_every_dtype_bit_exact(dtype: np.dtype[Any], n: int, no_where: None) -> None:
     cond = random_cond((n,))
     then, else_ = random_array((n,), dtype), random_array((n,), dtype)
@@ -203,6 +219,7 @@ def test_every_dtype_bit_exact(dtype: np.dtype[Any], n: int, no_where: None) -> 
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.usefixtures("isa")
 def test_every_dtype_2d_layouts(dtype: np.dtype[Any]) -> None:
     then, else_ = random_array((9, 13), dtype), random_array((9, 13), dtype)
     cond = random_cond((9, 13))
@@ -222,6 +239,7 @@ def test_every_dtype_2d_layouts(dtype: np.dtype[Any]) -> None:
 @pytest.mark.parametrize(
     "dtype", ["uint8", "float16", "float32", "float64", "complex128", "clongdouble"]
 )
+@pytest.mark.usefixtures("isa")
 def test_integer_conds_nonzero_is_true(cond_dtype: np.dtype[Any], dtype: str) -> None:
     cond = random_cond((257,), cond_dtype)
     then, else_ = random_array((257,), np.dtype(dtype)), random_array((257,), np.dtype(dtype))
@@ -287,6 +305,7 @@ def test_transposed_output_keeps_memory_order() -> None:
     assert_bits_equal(result, oracle(c.T, a.T, b.T))
 
 
+@pytest.mark.usefixtures("isa")
 def test_misaligned_and_odd_layouts() -> None:
     raw = RNG.integers(0, 256, 8 * 301 + 3, dtype=np.uint8)
     a = raw[1 : 1 + 8 * 300].view(np.float64)
@@ -302,6 +321,7 @@ def test_misaligned_and_odd_layouts() -> None:
 
 
 @pytest.mark.parametrize("shape", [(), (0,), (3, 0, 2), (1,), (1, 1, 1), (2, 1, 3, 1, 4)])
+@pytest.mark.usefixtures("isa")
 def test_edge_shapes(shape: tuple[int, ...]) -> None:
     c = random_cond(shape)
     a, b = random_array(shape, np.dtype("i2")), random_array(shape, np.dtype("i2"))
@@ -310,6 +330,7 @@ def test_edge_shapes(shape: tuple[int, ...]) -> None:
     assert_bits_equal(result, oracle(c, a, b))
 
 
+@pytest.mark.usefixtures("isa")
 def test_many_dimensions() -> None:
     shape = (2,) * 20  # beyond the plan cache's rank limit: general path, same kernel
     c = random_cond(shape)
@@ -321,6 +342,7 @@ def test_many_dimensions() -> None:
     assert_bits_equal(asel.select(ct, at, bt), oracle(ct, at, bt))
 
 
+@pytest.mark.usefixtures("isa")
 def test_pdpd_aligned_views() -> None:
     then = random_array((2, 3, 4, 5), np.dtype("f4"))
     else_ = random_array((3, 1), np.dtype("f4"))
@@ -363,6 +385,7 @@ SCALAR_CASES = [
 
 
 @pytest.mark.parametrize(("value", "dtype"), SCALAR_CASES, ids=str)
+@pytest.mark.usefixtures("isa")
 def test_scalar_packing_matches_asarray(value: Any, dtype: str) -> None:
     cond = np.array([True, False, True])
     other = random_array((3,), np.dtype(dtype))
@@ -414,6 +437,7 @@ def test_scalar_range_errors_identical_on_hits() -> None:
 # --------------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("isa")
 def test_out_layouts() -> None:
     c = random_cond((20, 30))
     a, b = random_array((20, 30), np.dtype("f4")), random_array((20, 30), np.dtype("f4"))
@@ -429,6 +453,7 @@ def test_out_layouts() -> None:
 
 
 @pytest.mark.parametrize("dtype", ["u1", "f4", "c16", "clongdouble"])
+@pytest.mark.usefixtures("isa")
 def test_out_is_then_or_else(dtype: str) -> None:
     c = random_cond((50, 40))
     a, b = random_array((50, 40), np.dtype(dtype)), random_array((50, 40), np.dtype(dtype))
@@ -446,6 +471,7 @@ def test_out_is_then_or_else(dtype: str) -> None:
     assert numpy_kernel.kernel_stats()["temporary_calls"] == temps  # no temporary needed
 
 
+@pytest.mark.usefixtures("isa")
 def test_out_is_cond() -> None:
     c = random_cond((100,))
     a, b = random_cond((100,)), random_cond((100,))
@@ -455,6 +481,7 @@ def test_out_is_cond() -> None:
     np.testing.assert_array_equal(x, expected)
 
 
+@pytest.mark.usefixtures("isa")
 def test_out_partial_overlap_uses_a_temporary() -> None:
     base = random_array((1001,), np.dtype("f8"))
     cond = random_cond((1000,))
@@ -524,6 +551,7 @@ def test_out_errors_identical_on_hits() -> None:
         "3d",
     ],
 )
+@pytest.mark.usefixtures("isa")
 def test_threaded_equals_single_threaded(case: str) -> None:
     n, m = 517, 389
     c = random_cond((n, m))

@@ -27,9 +27,11 @@ from . import _select_kernel as _k
 __all__ = [
     "explain",
     "get_parallel_threshold",
+    "isa_info",
     "kernel_select",
     "kernel_stats",
     "pool_info",
+    "set_isa",
     "set_parallel_threshold",
 ]
 
@@ -39,9 +41,43 @@ __all__ = [
 kernel_select: Any = _k.select
 
 #: ``explain(...)`` with the arguments of :data:`kernel_select`: how the kernel
-#: would run the call (coalesced shape, strides, inner loop, threads), without
-#: running it. For tests and benchmarks.
+#: would run the call (coalesced shape, strides, inner loop and the instruction
+#: set it was compiled for, threads), without running it. For tests and benchmarks.
 explain: Any = _k.explain
+
+
+def isa_info() -> dict[str, Any]:
+    """The instruction sets of the kernel's loops.
+
+    The loops are compiled for the baseline of the build and, on x86-64 with
+    GCC or Clang, for AVX2 and AVX-512; the best one this CPU supports is used
+    unless ``ARRAYSELECT_CPU`` (``baseline``, ``avx2`` or ``avx512``, read at
+    import) or :func:`set_isa` asks for a lower one.
+
+    Returns
+    -------
+    dict
+        ``current`` (the instruction set in use), ``best`` (the best one this
+        CPU supports), ``usable`` and ``compiled`` (lists of names).
+    """
+    info: dict[str, Any] = _k.isa_info()
+    return info
+
+
+def set_isa(name: str) -> None:
+    """Use the loops compiled for ``name`` from the next call on (tests, benchmarks).
+
+    Parameters
+    ----------
+    name : str
+        ``"baseline"``, ``"avx2"`` or ``"avx512"``: one of ``isa_info()["usable"]``.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is unknown, not compiled in, or not supported by this CPU.
+    """
+    _k.set_isa(name)
 
 
 def get_parallel_threshold() -> int:

@@ -13,6 +13,8 @@
 #define SK_IMPORT_ARRAY
 #include "sk_kernel.h"
 
+#include <stdlib.h>
+
 /* A fresh output array of `descr` with the memory order of the inputs. */
 static PyArrayObject *
 sk_new_output(PyArray_Descr *descr, int nd, const npy_intp *dims,
@@ -97,8 +99,9 @@ sk_describe(const sk_job *J, int temporary)
         }
         PyTuple_SET_ITEM(strides, k, t);
     }
-    return Py_BuildValue("{s:N,s:N,s:s,s:i,s:O}", "shape", shape, "strides", strides, "loop",
-                         J->loop_name, "threads", sk_parts_for(J->total, J->max_threads), "temporary",
+    return Py_BuildValue("{s:N,s:N,s:s,s:s,s:i,s:O}", "shape", shape, "strides", strides,
+                         "loop", J->loop_name, "isa", J->isa, "threads",
+                         sk_parts_for(J->total, J->max_threads), "temporary",
                          temporary ? Py_True : Py_False);
 }
 
@@ -379,6 +382,77 @@ sk_stats(PyObject *NPY_UNUSED(self), PyObject *NPY_UNUSED(args))
                          "threaded_wall_s", wall);
 }
 
+/* set_isa(name): use the loops of "baseline", "avx2" or "avx512" from the next call on. */
+static PyObject *
+sk_set_isa(PyObject *NPY_UNUSED(self), PyObject *arg)
+{
+    const char *name = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
+    if (name == NULL) {
+        if (!PyErr_Occurred()) {
+            PyErr_Format(PyExc_TypeError, "set_isa() takes a str, got %s", Py_TYPE(arg)->tp_name);
+        }
+        return NULL;
+    }
+    const int isa = sk_isa_from_name(name);
+    if (isa < 0 || sk_isa_use(isa) < 0) {
+        PyErr_Format(PyExc_ValueError,
+                     "instruction set %R is unknown, not compiled in or not supported by this "
+                     "CPU (the best here: %s)",
+                     arg, sk_isa_name(sk_isa_supported()));
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* isa_info(): the instruction set in use, the best one here, and those compiled in. */
+static PyObject *
+sk_isa_info(PyObject *NPY_UNUSED(self), PyObject *NPY_UNUSED(args))
+{
+    const int best = sk_isa_supported();
+    PyObject *compiled = PyList_New(0), *usable = PyList_New(0);
+    if (compiled == NULL || usable == NULL) {
+        goto fail;
+    }
+    for (int i = 0; i < SK_ISA_COUNT; i++) {
+        if (sk_loops_compiled(i) == NULL) {
+            continue;
+        }
+        PyObject *name = PyUnicode_FromString(sk_isa_name(i));
+        if (name == NULL || PyList_Append(compiled, name) < 0 ||
+            (i <= best && PyList_Append(usable, name) < 0)) {
+            Py_XDECREF(name);
+            goto fail;
+        }
+        Py_DECREF(name);
+    }
+    return Py_BuildValue("{s:s,s:s,s:N,s:N}", "current", sk_isa_name(sk_isa_current()), "best",
+                         sk_isa_name(best), "usable", usable, "compiled", compiled);
+fail:
+    Py_XDECREF(compiled);
+    Py_XDECREF(usable);
+    return NULL;
+}
+
+/* At import: the best instruction set, or the one ARRAYSELECT_CPU asks for. */
+static int
+sk_isa_init(void)
+{
+    const int best = sk_isa_supported();
+    sk_isa_use(best);
+    const char *want = getenv("ARRAYSELECT_CPU");
+    if (want == NULL || want[0] == 0) {
+        return 0;
+    }
+    const int isa = sk_isa_from_name(want);
+    if (isa >= 0 && sk_isa_use(isa) == 0) {
+        return 0;
+    }
+    return PyErr_WarnFormat(PyExc_RuntimeWarning, 1,
+                            "ignoring ARRAYSELECT_CPU=%s: expected baseline, avx2 or avx512, "
+                            "at most %s here; using %s",
+                            want, sk_isa_name(best), sk_isa_name(best));
+}
+
 static PyMethodDef sk_methods[] = {
     {"select", (PyCFunction)(void (*)(void))sk_select, METH_FASTCALL,
      "select(cond, then, else_, out, out_shape, cond_dims, then_dims, else_dims)\n"
@@ -415,6 +489,11 @@ static PyMethodDef sk_methods[] = {
      "configure(miss, general, check_out)"},
     {"clear_cache", sk_clear_cache, METH_NOARGS, "Forget every cached plan."},
     {"fast_stats", sk_fast_stats, METH_NOARGS, "Counters of the fast path: hits, misses."},
+    {"set_isa", sk_set_isa, METH_O,
+     "Use the loops of this instruction set (baseline, avx2, avx512) from the next call on."},
+    {"isa_info", sk_isa_info, METH_NOARGS,
+     "The instruction set in use ('current'), the best one this CPU supports, those\n"
+     "usable here and those compiled in."},
     {"stats", sk_stats, METH_NOARGS,
      "Counters: kernel calls, calls run on several threads, calls through a temporary."},
     {NULL, NULL, 0, NULL},
@@ -442,7 +521,7 @@ PyInit__select_kernel(void)
     if (m == NULL) {
         return NULL;
     }
-    if (sk_memory_init() < 0) {
+    if (sk_memory_init() < 0 || sk_isa_init() < 0) {
         Py_DECREF(m);
         return NULL;
     }

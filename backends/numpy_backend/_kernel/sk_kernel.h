@@ -54,11 +54,31 @@
 typedef void (*sk_loop)(npy_intp n, const char *c, npy_intp cs, const char *a, npy_intp as,
                         const char *b, npy_intp bs, char *o, npy_intp os, npy_intp isz);
 
+/* Loop kinds: contiguous (then/else arrays or scalars), in place, strided. */
 enum { SK_CC, SK_SC, SK_CS, SK_SS, SK_IA, SK_IB, SK_ST, SK_NKINDS };
 extern const char *const sk_kind_names[SK_NKINDS];
 
-/* [value size index][cond size index][kind]; NULL where a kind does not exist. */
-extern const sk_loop sk_loops[6][4][SK_NKINDS];
+/* The typed loops compiled for one instruction set. */
+typedef struct {
+    const char *name;
+    /* [value size index][cond size index][kind]; NULL where a kind does not exist */
+    sk_loop loops[6][4][SK_NKINDS];
+} sk_loop_table;
+
+/* Instruction sets the loops may be compiled for, in increasing order. */
+enum { SK_ISA_BASELINE = 0, SK_ISA_AVX2 = 1, SK_ISA_AVX512 = 2, SK_ISA_COUNT = 3 };
+
+/* The loops of an instruction set, or NULL when they were not compiled in. */
+const sk_loop_table *sk_loops_compiled(int isa);
+/* The best instruction set this CPU and OS support among those compiled in. */
+int sk_isa_supported(void);
+int sk_isa_from_name(const char *name); /* -1 if unknown */
+const char *sk_isa_name(int isa);
+/* The loops new calls use, and their instruction set. */
+const sk_loop_table *sk_loops_current(void);
+int sk_isa_current(void);
+/* Use `isa` from the next call on; -1 if not compiled in or not supported. */
+int sk_isa_use(int isa);
 
 /* Index of an item size in sk_loops (1, 2, 4, 8, 16, 32), else -1. */
 int sk_size_index(npy_intp size);
@@ -87,6 +107,7 @@ typedef struct {
     npy_intp loop_arg;              /* last argument of the inner loop */
     sk_loop loop;
     const char *loop_name;          /* for explain() */
+    const char *isa;                /* the instruction set of the loops (explain()) */
     int max_threads;                /* the caller's cap on threads; 0: none */
 } sk_job;
 

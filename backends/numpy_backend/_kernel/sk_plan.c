@@ -201,6 +201,9 @@ sk_pick_loop(sk_job *J, npy_intp csz, int alias_a, int alias_b, int alias_c)
     const npy_intp bs = J->strides[OP_B][nd - 1], os = J->strides[OP_O][nd - 1];
     const int vi = sk_size_index(isz), ci = sk_size_index(csz);
     const npy_intp packed = (isz << 4) | csz;
+    const sk_loop_table *table = sk_loops_current();
+
+    J->isa = table->name;
 
     if (cs == 0) {
         J->loop = sk_block_loop;
@@ -227,7 +230,7 @@ sk_pick_loop(sk_job *J, npy_intp csz, int alias_a, int alias_b, int alias_c)
         J->loop_arg = packed;
         return;
     }
-    const sk_loop *row = sk_loops[vi][ci];
+    const sk_loop *row = table->loops[vi][ci];
     const int a_ok = as == isz || as == 0, b_ok = bs == isz || bs == 0;
     const int contig = cs == csz && os == isz && a_ok && b_ok;
     if (contig && !alias_c) {

@@ -1,0 +1,139 @@
+/*
+ * sk_loops_typed.h: the loops for one cond type and one value type, compiled
+ * for one instruction set. A template: sk_loops_isa.h includes it once per
+ * pair with
+ *
+ *     CT, SK_CN    the cond type (uint8_t .. uint64_t) and its name (c1 .. c8)
+ *     VT, SK_VN    the value type (uint8_t .. uint64_t) and its name (v1 .. v8)
+ *
+ * defined, and undefines them afterwards. SK_NAME(kind) gives this pair's
+ * function of a kind, e.g. cc_c1_v4_avx2.
+ *
+ * Every loop is branchless: the value is chosen with a compare and a blend
+ * (or a mask), so a random mask costs nothing.
+ */
+
+#define SK_NAME(kind) SK_CAT(SK_CAT(SK_CAT(kind, SK_CN), SK_VN), SK_ISA)
+
+/*
+ * One element. For item sizes <= 4 with conds <= 4 bytes the ternary on
+ * loaded values vectorizes best (SSE2 compares); for wider operands the mask
+ * form keeps the compiler from emitting a branch where the baseline ISA has no
+ * 64-bit compare (a branch on a random mask cost 6x).
+ */
+static SK_TARGET inline VT
+SK_NAME(sel)(CT c, VT x, VT y)
+{
+    if (sizeof(CT) <= 4 && sizeof(VT) <= 4) {
+        return c != 0 ? x : y;
+    }
+    const VT m = (VT)0 - (VT)(c != 0);
+    return (VT)((x & m) | (y & (VT)~m));
+}
+
+/* then, else contiguous. */
+static SK_TARGET void
+SK_NAME(cc)(npy_intp n, const char *c_, npy_intp cs, const char *a_, npy_intp as,
+            const char *b_, npy_intp bs, char *o_, npy_intp os, npy_intp isz)
+{
+    const CT *SK_RESTRICT c = (const CT *)c_;
+    const VT *SK_RESTRICT a = (const VT *)a_;
+    const VT *SK_RESTRICT b = (const VT *)b_;
+    VT *SK_RESTRICT o = (VT *)o_;
+    (void)cs, (void)as, (void)bs, (void)os, (void)isz;
+    SK_ALIGNED_FOR(i, n, o, o[i] = SK_NAME(sel)(c[i], a[i], b[i]);)
+}
+
+/* then a broadcast scalar, else contiguous. */
+static SK_TARGET void
+SK_NAME(sc)(npy_intp n, const char *c_, npy_intp cs, const char *a_, npy_intp as,
+            const char *b_, npy_intp bs, char *o_, npy_intp os, npy_intp isz)
+{
+    const CT *SK_RESTRICT c = (const CT *)c_;
+    const VT x = *(const VT *)a_;
+    const VT *SK_RESTRICT b = (const VT *)b_;
+    VT *SK_RESTRICT o = (VT *)o_;
+    (void)cs, (void)as, (void)bs, (void)os, (void)isz;
+    SK_ALIGNED_FOR(i, n, o, o[i] = SK_NAME(sel)(c[i], x, b[i]);)
+}
+
+/* then contiguous, else a broadcast scalar. */
+static SK_TARGET void
+SK_NAME(cs)(npy_intp n, const char *c_, npy_intp cs, const char *a_, npy_intp as,
+            const char *b_, npy_intp bs, char *o_, npy_intp os, npy_intp isz)
+{
+    const CT *SK_RESTRICT c = (const CT *)c_;
+    const VT *SK_RESTRICT a = (const VT *)a_;
+    const VT y = *(const VT *)b_;
+    VT *SK_RESTRICT o = (VT *)o_;
+    (void)cs, (void)as, (void)bs, (void)os, (void)isz;
+    SK_ALIGNED_FOR(i, n, o, o[i] = SK_NAME(sel)(c[i], a[i], y);)
+}
+
+/* then and else broadcast scalars. */
+static SK_TARGET void
+SK_NAME(ss)(npy_intp n, const char *c_, npy_intp cs, const char *a_, npy_intp as,
+            const char *b_, npy_intp bs, char *o_, npy_intp os, npy_intp isz)
+{
+    const CT *SK_RESTRICT c = (const CT *)c_;
+    const VT x = *(const VT *)a_, y = *(const VT *)b_;
+    VT *SK_RESTRICT o = (VT *)o_;
+    (void)cs, (void)as, (void)bs, (void)os, (void)isz;
+    SK_ALIGNED_FOR(i, n, o, o[i] = SK_NAME(sel)(c[i], x, y);)
+}
+
+/* out is then: o[i] = c[i] ? o[i] : b[i] (b contiguous, or a scalar when bs == 0). */
+static SK_TARGET void
+SK_NAME(ia)(npy_intp n, const char *c_, npy_intp cs, const char *a_, npy_intp as,
+            const char *b_, npy_intp bs, char *o_, npy_intp os, npy_intp isz)
+{
+    const CT *SK_RESTRICT c = (const CT *)c_;
+    VT *SK_RESTRICT o = (VT *)o_;
+    (void)cs, (void)a_, (void)as, (void)os, (void)isz;
+    if (bs == 0) {
+        const VT y = *(const VT *)b_;
+        SK_ALIGNED_FOR(i, n, o, o[i] = SK_NAME(sel)(c[i], o[i], y);)
+    }
+    else {
+        const VT *SK_RESTRICT b = (const VT *)b_;
+        SK_ALIGNED_FOR(i, n, o, o[i] = SK_NAME(sel)(c[i], o[i], b[i]);)
+    }
+}
+
+/* out is else: o[i] = c[i] ? a[i] : o[i] (a contiguous, or a scalar when as == 0). */
+static SK_TARGET void
+SK_NAME(ib)(npy_intp n, const char *c_, npy_intp cs, const char *a_, npy_intp as,
+            const char *b_, npy_intp bs, char *o_, npy_intp os, npy_intp isz)
+{
+    const CT *SK_RESTRICT c = (const CT *)c_;
+    VT *SK_RESTRICT o = (VT *)o_;
+    (void)cs, (void)b_, (void)bs, (void)os, (void)isz;
+    if (as == 0) {
+        const VT x = *(const VT *)a_;
+        SK_ALIGNED_FOR(i, n, o, o[i] = SK_NAME(sel)(c[i], x, o[i]);)
+    }
+    else {
+        const VT *SK_RESTRICT a = (const VT *)a_;
+        SK_ALIGNED_FOR(i, n, o, o[i] = SK_NAME(sel)(c[i], a[i], o[i]);)
+    }
+}
+
+/* Any strides, any aliasing (no restrict): one element at a time. */
+static SK_TARGET void
+SK_NAME(st)(npy_intp n, const char *c, npy_intp cs, const char *a, npy_intp as,
+            const char *b, npy_intp bs, char *o, npy_intp os, npy_intp isz)
+{
+    (void)isz;
+    for (npy_intp i = 0; i < n; i++) {
+        const VT x = *(const VT *)a, y = *(const VT *)b;
+        const VT m = (VT)0 - (VT)(*(const CT *)c != 0);
+        *(VT *)o = (VT)((x & m) | (y & (VT)~m));
+        c += cs, a += as, b += bs, o += os;
+    }
+}
+
+#undef SK_NAME
+#undef CT
+#undef SK_CN
+#undef VT
+#undef SK_VN

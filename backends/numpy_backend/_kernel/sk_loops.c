@@ -46,10 +46,10 @@
 /*
  * The elements a contiguous loop runs one by one before the output reaches an
  * `align`-byte boundary. With 32- and 64-byte vectors, an output 16 bytes past
- * a cache line (where malloc puts NumPy's large arrays) splits every vector
- * store across two lines: peeling up to the boundary first made the AVX2 and
- * AVX-512 loops 10-60% faster in a standalone benchmark (float32 and uint8,
- * 2*10^4 and 10^7 elements). The baseline's 16-byte vectors do not need it.
+ * a cache line (where malloc puts NumPy's large arrays) splits every other
+ * vector store across two lines; peeling to the boundary first pays while the
+ * operands are in cache and costs nothing when they stream from memory
+ * (docs/numpy_kernel.md). The baseline's 16-byte vectors do not need it.
  */
 static inline npy_intp
 sk_head(const void *o, npy_intp n, size_t size, size_t align)
@@ -119,10 +119,9 @@ sk_wide_select(int L, int nz, const char *a, const char *b, char *o)
 #undef SK_ALIGN
 
 /*
- * AVX-512 F/BW/VL/DQ/CD (x86-64-v4). GCC tunes some AVX-512 CPUs for 256-bit
- * vectors unless told otherwise; these loops are pure loads, blends and
- * stores, which run at full width without lowering the clock on the CPUs
- * measured.
+ * AVX-512 F/BW/VL/DQ/CD (x86-64-v4) with 512-bit vectors: GCC otherwise tunes
+ * some AVX-512 CPUs for 256-bit ones. These loops are loads, blends and stores
+ * only, the instructions that run at full width without lowering the clock.
  */
 #define SK_ISA avx512
 #if defined(__clang__)

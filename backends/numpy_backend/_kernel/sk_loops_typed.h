@@ -19,7 +19,7 @@
  * One element. For item sizes <= 4 with conds <= 4 bytes the ternary on
  * loaded values vectorizes best (SSE2 compares); for wider operands the mask
  * form keeps the compiler from emitting a branch where the baseline ISA has no
- * 64-bit compare (a branch on a random mask cost 6x).
+ * 64-bit compare (a branch mispredicts on every other element of a random mask).
  */
 static SK_TARGET inline VT
 SK_NAME(sel)(CT c, VT x, VT y)

@@ -283,7 +283,8 @@ def test_loop_choice() -> None:
     assert _explain(c[:, :1], a, a)["loop"] == "block"  # cond broadcast on the inner axis
     assert _explain(c, a[:, :1], a[:1])["loop"] == "contiguous-then-scalar"
     assert _explain(c, a, a[:1, :1])["loop"] == "contiguous-else-scalar"
-    assert _explain(c[::2, ::2], a[::2, ::2], a[::2, ::2])["loop"] == "strided"
+    assert _explain(c[::2, ::2], a[::2, ::2], a[::2, ::2])["loop"] == "strided-buffered"
+    assert _explain(c[::2, ::5], a[::2, ::5], a[::2, ::5])["loop"] == "strided"  # rows of 10
     b = a.copy()
     assert _explain(c, a, b, out=a)["loop"] == "in-place-then"
     assert _explain(c, a, b, out=b)["loop"] == "in-place-else"
@@ -351,6 +352,105 @@ def test_pdpd_aligned_views() -> None:
         result = asel.select(cond, then, else_, auto_broadcast="pdpd", axis=1)
         expected = oracle(cond.reshape(1, 3, 4, 1), then, else_.reshape(1, 3, 1, 1))
         assert_bits_equal(result, expected)
+
+
+# --------------------------------------------------------------------------
+# Strided layouts: buffered blocks, tiles
+# --------------------------------------------------------------------------
+
+
+def _view(x: np.ndarray, how: str) -> np.ndarray:
+    """A (rows, cols) view of a differently laid out base array."""
+    rows, cols = x.shape
+    if how == "contiguous":
+        return x
+    if how == "step2":
+        base = np.zeros((rows, 2 * cols), x.dtype)
+        base[:, ::2] = x
+        return base[:, ::2]
+    if how == "step3-reversed":
+        base = np.zeros((rows, 3 * cols), x.dtype)
+        base[:, ::-3] = x
+        return base[:, ::-3]
+    if how == "reversed":
+        return x[::-1, ::-1].copy()[::-1, ::-1]
+    if how == "transposed":
+        return x.T.copy().T
+    if how == "step2-transposed":
+        base = np.zeros((cols, 2 * rows), x.dtype)
+        base[:, ::2] = x.T
+        return base[:, ::2].T
+    raise ValueError(how)
+
+
+LAYOUTS = ["contiguous", "step2", "step3-reversed", "reversed", "transposed", "step2-transposed"]
+
+
+@pytest.mark.parametrize("dtype", ["u1", "u2", "f4", "f8", "c16"])
+@pytest.mark.usefixtures("isa")
+def test_strided_layouts_bit_exact(dtype: str) -> None:
+    """Every combination of layouts of cond, then, else and out, on one and two threads."""
+    rows, cols = 37, 601  # rows longer than a tile, not a multiple of anything
+    dt = np.dtype(dtype)
+    c0 = random_cond((rows, cols), np.dtype("u2") if dtype == "u1" else None)
+    a0, b0 = random_array((rows, cols), dt), random_array((rows, cols), dt)
+    expected = oracle(c0, a0, b0)
+    rng = np.random.default_rng(3)
+    same = [(layout,) * 4 for layout in LAYOUTS]  # one gather loop for cond, then and else
+    pairs = [("contiguous", layout, layout, "contiguous") for layout in LAYOUTS]  # then+else
+    for lc, la, lb, lo in same + pairs + [tuple(rng.choice(LAYOUTS, 4)) for _ in range(25)]:
+        c, a, b = _view(c0, lc), _view(a0, la), _view(b0, lb)
+        out = _view(np.zeros((rows, cols), dt), lo)
+        for threads in (1, 2):
+            asel.set_num_threads(threads)
+            numpy_kernel.set_parallel_threshold(0 if threads > 1 else None)
+            assert_bits_equal(asel.select(c, a, b), expected)
+            assert asel.select(c, a, b, out=out) is out
+            assert_bits_equal(out, expected)
+
+
+@pytest.mark.usefixtures("isa")
+def test_strided_out_aliasing_an_input() -> None:
+    """out is a strided then, else or cond itself: blocks are read before written."""
+    c0 = random_cond((50, 300))
+    a0, b0 = random_array((50, 300), np.dtype("f4")), random_array((50, 300), np.dtype("f4"))
+    expected = oracle(c0, a0, b0)
+    for which in ("then", "else"):
+        base = np.zeros((50, 600), np.float32)
+        view = base[:, ::2]
+        view[...] = a0 if which == "then" else b0
+        args = (c0, view, b0) if which == "then" else (c0, a0, view)
+        assert asel.select(*args, out=view) is view
+        assert_bits_equal(view, expected)
+    # out is a strided cond (bool values, bool cond): every element depends on itself only
+    base = np.zeros((50, 600), bool)
+    cv = base[:, ::2]
+    cv[...] = c0
+    t, e = random_cond((50, 300)), random_cond((50, 300))
+    want = np.where(c0, t, e)
+    asel.select(cv, t, e, out=cv)
+    np.testing.assert_array_equal(cv, want)
+
+
+def test_strided_loop_choice_and_tiles() -> None:
+    c = random_cond((600, 700))
+    a = random_array((600, 700), np.dtype("f4"))
+    step2 = _explain(c[:, ::2], a[:, ::2], a[:, ::2])
+    assert step2["loop"] == "strided-buffered" and step2["tile"] == (0, 0)
+    rev = _explain(c[::-1, ::-1], a[::-1, ::-1], a[::-1, ::-1])
+    assert rev["loop"] == "strided-buffered"  # a fresh output has positive strides
+    assert rev["strides"][1] == (-4,)  # coalesced to one reversed axis
+    mixed = _explain(c, a[:, ::-1], a)
+    assert mixed["loop"] == "strided-buffered"
+    # then transposed against cond/else: the transposed operands are visited in tiles
+    at = random_array((700, 600), np.dtype("f4")).T
+    tiled = _explain(c, at, a)
+    assert tiled["loop"] == "strided-buffered"
+    assert tiled["tile"][0] >= 2 and tiled["tile"][1] > 0
+    assert _explain(c, a, a)["tile"] == (0, 0)
+    # 16-byte items stay element by element (one element is a vector already)
+    w = random_array((600, 700), np.dtype("c16"))
+    assert _explain(c[:, ::2], w[:, ::2], w[:, ::2])["loop"] == "strided"
 
 
 # --------------------------------------------------------------------------

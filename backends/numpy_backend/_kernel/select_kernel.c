@@ -99,8 +99,9 @@ sk_describe(const sk_job *J, int temporary)
         }
         PyTuple_SET_ITEM(strides, k, t);
     }
-    return Py_BuildValue("{s:N,s:N,s:s,s:s,s:i,s:O}", "shape", shape, "strides", strides,
-                         "loop", J->loop_name, "isa", J->isa, "threads",
+    return Py_BuildValue("{s:N,s:N,s:s,s:s,s:(nn),s:i,s:O}", "shape", shape, "strides",
+                         strides, "loop", J->loop_name, "isa", J->isa, "tile",
+                         (Py_ssize_t)J->tile_r, (Py_ssize_t)J->tile_w, "threads",
                          sk_parts_for(J->total, J->max_threads), "temporary",
                          temporary ? Py_True : Py_False);
 }

@@ -54,8 +54,11 @@
 typedef void (*sk_loop)(npy_intp n, const char *c, npy_intp cs, const char *a, npy_intp as,
                         const char *b, npy_intp bs, char *o, npy_intp os, npy_intp isz);
 
-/* Loop kinds: contiguous (then/else arrays or scalars), in place, strided. */
-enum { SK_CC, SK_SC, SK_CS, SK_SS, SK_IA, SK_IB, SK_ST, SK_NKINDS };
+/*
+ * Loop kinds: contiguous (then/else arrays or broadcast scalars), in place (out
+ * is then or else), strided element by element, strided through buffers.
+ */
+enum { SK_CC, SK_SC, SK_CS, SK_SS, SK_IA, SK_IB, SK_ST, SK_BST, SK_NKINDS };
 extern const char *const sk_kind_names[SK_NKINDS];
 
 /* The typed loops compiled for one instruction set. */
@@ -108,6 +111,7 @@ typedef struct {
     sk_loop loop;
     const char *loop_name;          /* for explain() */
     const char *isa;                /* the instruction set of the loops (explain()) */
+    npy_intp tile_r, tile_w;        /* tiled iteration (transposes): rows x columns; 0: rows */
     int max_threads;                /* the caller's cap on threads; 0: none */
 } sk_job;
 
@@ -134,7 +138,10 @@ int sk_overlap(const char *in_data, const npy_intp *in_strides, npy_intp in_isz,
 void sk_prepare(sk_job *J, int nd, const npy_intp *dims, npy_intp strides[4][SK_MAXDIMS],
                 char *data[4], npy_intp isz, npy_intp csz, int alias_a, int alias_b,
                 int alias_c);
-/* Run the flat iteration range [start, end) of a job (any thread, no GIL needed). */
+/*
+ * Run the flat iteration range [start, end) of a job (any thread, no GIL
+ * needed). A tiled job runs best on ranges of whole panels (tile_r rows).
+ */
 void sk_run_range(const sk_job *J, npy_intp start, npy_intp end);
 
 /* ------------------------------------------------------------------------ */

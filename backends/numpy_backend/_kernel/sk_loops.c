@@ -61,6 +61,14 @@ sk_head(const void *o, npy_intp n, size_t size, size_t align)
     return head < n ? head : n;
 }
 
+/*
+ * Bytes per buffer of the buffered strided loops: four buffers (cond, then,
+ * else, out) stay in a 32 KiB L1 data cache.
+ */
+#ifndef SK_BUFFER_BYTES
+#define SK_BUFFER_BYTES 8192
+#endif
+
 /* for (i = 0; i < n; i++) BODY, in two runs: up to the aligned output, then the rest. */
 #define SK_ALIGNED_FOR(i, n, o, ...)                                                          \
     {                                                                                         \
@@ -315,7 +323,7 @@ sk_block_loop(npy_intp n, const char *c, npy_intp cs, const char *a, npy_intp as
 
 const char *const sk_kind_names[SK_NKINDS] = {
     "contiguous", "contiguous-then-scalar", "contiguous-else-scalar", "contiguous-both-scalar",
-    "in-place-then", "in-place-else", "strided",
+    "in-place-then", "in-place-else", "strided", "strided-buffered",
 };
 
 int

@@ -3,7 +3,8 @@
  * for one instruction set. A template: sk_loops_isa.h includes it once per
  * pair with
  *
- *     CT, SK_CN    the cond type (uint8_t .. uint64_t) and its name (c1 .. c8)
+ *     CT, SK_CN    the cond type (uint8_t .. uint64_t) and its name (c1 .. c8);
+ *     SK_CV        the value name of the cond's size (v1 .. v8: its gather loop)
  *     VT, SK_VN    the value type (uint8_t .. uint64_t) and its name (v1 .. v8)
  *
  * defined, and undefines them afterwards. SK_NAME(kind) gives this pair's
@@ -132,8 +133,104 @@ SK_NAME(st)(npy_intp n, const char *c, npy_intp cs, const char *a, npy_intp as,
     }
 }
 
+/* Gather n elements of cond, then and else that share one step (in elements). */
+static SK_TARGET void
+SK_NAME(gather3)(npy_intp n, npy_intp step, const char *c, const char *a, const char *b,
+                 CT *SK_RESTRICT cd, VT *SK_RESTRICT ad, VT *SK_RESTRICT bd)
+{
+    const CT *pc = (const CT *)c;
+    const VT *pa = (const VT *)a, *pb = (const VT *)b;
+    if (step == 2) {
+        for (npy_intp i = 0; i < n; i++) {
+            cd[i] = pc[2 * i], ad[i] = pa[2 * i], bd[i] = pb[2 * i];
+        }
+    }
+    else if (step == -1) {
+        for (npy_intp i = 0; i < n; i++) {
+            cd[i] = pc[-i], ad[i] = pa[-i], bd[i] = pb[-i];
+        }
+    }
+    else {
+        for (npy_intp i = 0; i < n; i++) {
+            cd[i] = pc[i * step], ad[i] = pa[i * step], bd[i] = pb[i * step];
+        }
+    }
+}
+
+/*
+ * Any strides, through L1-sized buffers: per block of elements, every strided
+ * operand is gathered into a buffer (a broadcast then/else, stride 0, stays a
+ * scalar), the vectorized contiguous loop runs on them, and a strided out is
+ * scattered from its buffer. Operands that share a step are gathered in one
+ * loop: their memory streams then stay in flight together, which is what
+ * bounds the speed once they come from DRAM. A block's inputs are all read
+ * before its output is written, and out is only ever the very same elements
+ * as an input (a partial overlap goes through a temporary before this), so
+ * the order is safe.
+ */
+static SK_TARGET void
+SK_NAME(bst)(npy_intp n, const char *c, npy_intp cs, const char *a, npy_intp as, const char *b,
+             npy_intp bs, char *o, npy_intp os, npy_intp isz)
+{
+    enum { B = SK_BUFFER_BYTES / (sizeof(VT) > sizeof(CT) ? sizeof(VT) : sizeof(CT)) };
+    CT cbuf[B];
+    VT abuf[B], bbuf[B], obuf[B];
+    const npy_intp csz = (npy_intp)sizeof(CT), vsz = (npy_intp)sizeof(VT);
+    const int gc = cs != csz, ga = as != 0 && as != vsz, gb = bs != 0 && bs != vsz;
+    const int all3 = gc && ga && gb && as == bs && as % vsz == 0 && cs == as / vsz * csz;
+    const int both = !all3 && ga && gb && as == bs;
+    (void)isz;
+    for (npy_intp start = 0; start < n; start += B) {
+        const npy_intp m = n - start < B ? n - start : B;
+        const char *cp = c + start * cs, *ap = a + start * as, *bp = b + start * bs;
+        char *op = o + start * os;
+        if (all3) {
+            SK_NAME(gather3)(m, as / vsz, cp, ap, bp, cbuf, abuf, bbuf);
+        }
+        else {
+            if (gc) {
+                SK_CAT(SK_CAT(gather, SK_CV), SK_ISA)(m, cp, cs, (void *)cbuf);
+            }
+            if (both) {
+                SK_CAT(SK_CAT(gather2, SK_VN), SK_ISA)(m, ap, bp, as, abuf, bbuf);
+            }
+            else {
+                if (ga) {
+                    SK_CAT(SK_CAT(gather, SK_VN), SK_ISA)(m, ap, as, abuf);
+                }
+                if (gb) {
+                    SK_CAT(SK_CAT(gather, SK_VN), SK_ISA)(m, bp, bs, bbuf);
+                }
+            }
+        }
+        cp = gc ? (const char *)cbuf : cp;
+        ap = ga ? (const char *)abuf : ap;
+        bp = gb ? (const char *)bbuf : bp;
+        /* the contiguous loops take restrict pointers: out in place goes through obuf */
+        char *dst = os == vsz && op != ap && op != bp && op != cp ? op : (char *)obuf;
+        if (as == 0) {
+            if (bs == 0) {
+                SK_NAME(ss)(m, cp, 0, ap, 0, bp, 0, dst, 0, 0);
+            }
+            else {
+                SK_NAME(sc)(m, cp, 0, ap, 0, bp, 0, dst, 0, 0);
+            }
+        }
+        else if (bs == 0) {
+            SK_NAME(cs)(m, cp, 0, ap, 0, bp, 0, dst, 0, 0);
+        }
+        else {
+            SK_NAME(cc)(m, cp, 0, ap, 0, bp, 0, dst, 0, 0);
+        }
+        if (dst != op) {
+            SK_CAT(SK_CAT(scatter, SK_VN), SK_ISA)(m, obuf, op, os);
+        }
+    }
+}
+
 #undef SK_NAME
 #undef CT
+#undef SK_CV
 #undef SK_CN
 #undef VT
 #undef SK_VN

@@ -12,9 +12,18 @@
  *     loops the compiler vectorizes (restrict pointers, no aliasing);
  *   - out is then (or else) itself: in-place variants of the same loops;
  *   - cond broadcast along the inner axis: a block copy of the chosen row;
- *   - anything else: a branchless strided loop.
+ *   - anything else (steps, reversed or transposed views): blocks gathered
+ *     into L1 buffers, the contiguous loop on them, the output scattered back
+ *     (or, for short rows and 16/32-byte items, an element-by-element loop);
+ *     operands whose fast axis is not the iteration's inner one are visited
+ *     in tiles.
  */
 #include "sk_kernel.h"
+
+/* Strided rows shorter than this run element by element (no buffers). */
+#define SK_BUFFERED_MIN 16
+/* Columns per tile of a transposed iteration (a few KiB of each operand per row). */
+#define SK_TILE_W 256
 
 int
 sk_parse_shape(PyObject *tuple, const char *what, int *nd, npy_intp *dims)
@@ -251,8 +260,50 @@ sk_pick_loop(sk_job *J, npy_intp csz, int alias_a, int alias_b, int alias_c)
             return;
         }
     }
-    J->loop = row[SK_ST];
-    J->loop_name = sk_kind_names[SK_ST];
+    /*
+     * Strided: gather blocks into L1 buffers and run the vectorized loop on
+     * them, unless the rows are too short for blocks to pay (the wide item
+     * sizes move 16 or 32 bytes per element already: no buffers).
+     */
+    const int kind = vi <= 3 && J->shape[nd - 1] >= SK_BUFFERED_MIN ? SK_BST : SK_ST;
+    J->loop = row[kind];
+    J->loop_name = sk_kind_names[kind];
+}
+
+/*
+ * Tiles for transposes that do not merge. When an operand's inner stride is a
+ * cache line or more and its stride along the next axis is smaller (its fast
+ * axis is the outer one), walking whole rows touches a new line, often a new
+ * page, per element, and the next row comes back to those lines only after
+ * `inner` elements, when long rows have pushed them out of L1 and the TLB.
+ * Tiles of tile_r rows by tile_w columns use each such line tile_r times while
+ * it is hot: tile_r is a cache line of the narrowest such operand.
+ */
+static void
+sk_plan_tiles(sk_job *J, npy_intp csz)
+{
+    const int nd = J->nd;
+    const npy_intp size[4] = {csz, J->isz, J->isz, J->isz};
+    npy_intp narrowest = 0;
+    J->tile_r = 0;
+    J->tile_w = 0;
+    if (nd < 2 || J->shape[nd - 1] <= SK_TILE_W ||
+        (J->loop_name != sk_kind_names[SK_ST] && J->loop_name != sk_kind_names[SK_BST])) {
+        return; /* rows that are contiguous or short need no tiles */
+    }
+    for (int k = 0; k < 4; k++) {
+        const npy_intp inner = sk_abs(J->strides[k][nd - 1]);
+        const npy_intp outer = sk_abs(J->strides[k][nd - 2]);
+        if (inner >= 64 && outer != 0 && outer < inner &&
+            (narrowest == 0 || size[k] < narrowest)) {
+            narrowest = size[k];
+        }
+    }
+    if (narrowest == 0) {
+        return;
+    }
+    J->tile_r = 64 / narrowest < 2 ? 2 : 64 / narrowest;
+    J->tile_w = SK_TILE_W;
 }
 
 /*
@@ -314,12 +365,13 @@ sk_prepare(sk_job *J, int nd, const npy_intp *dims, npy_intp strides[4][SK_MAXDI
     }
     J->nd = m;
     sk_pick_loop(J, csz, alias_a, alias_b, alias_c);
+    sk_plan_tiles(J, csz);
 }
 
 
-/* Run the flat iteration range [start, end) of a job. */
-void
-sk_run_range(const sk_job *J, npy_intp start, npy_intp end)
+/* Run the flat range [start, end) of a job row by row. */
+static void
+sk_run_rows(const sk_job *J, npy_intp start, npy_intp end)
 {
     const int nd = J->nd;
     const npy_intp inner = J->shape[nd - 1];
@@ -365,4 +417,74 @@ sk_run_range(const sk_job *J, npy_intp start, npy_intp end)
             }
         }
     }
+}
+
+/* Run the whole rows [row0, row1) of a job (rows: the flat index / inner) in tiles. */
+static void
+sk_run_tiled(const sk_job *J, npy_intp row0, npy_intp row1)
+{
+    const int nd = J->nd;
+    const npy_intp inner = J->shape[nd - 1], rows = J->shape[nd - 2];
+    const npy_intp R = J->tile_r, W = J->tile_w;
+    npy_intp s_in[4], s_row[4];
+    for (int k = 0; k < 4; k++) {
+        s_in[k] = J->strides[k][nd - 1];
+        s_row[k] = J->strides[k][nd - 2];
+    }
+    for (npy_intp g = row0; g < row1;) {
+        /* row g is row r of matrix q; its panel ends at the next multiple of R in the matrix */
+        npy_intp q = g / rows;
+        const npy_intp r = g % rows;
+        npy_intp g1 = g + (R - r % R);
+        if (g1 > g - r + rows) {
+            g1 = g - r + rows;
+        }
+        if (g1 > row1) {
+            g1 = row1;
+        }
+        char *p[4];
+        for (int k = 0; k < 4; k++) {
+            p[k] = J->data[k] + r * s_row[k];
+        }
+        for (int d = nd - 3; d >= 0; d--) {
+            const npy_intp i = q % J->shape[d];
+            q /= J->shape[d];
+            for (int k = 0; k < 4; k++) {
+                p[k] += i * J->strides[k][d];
+            }
+        }
+        for (npy_intp w0 = 0; w0 < inner; w0 += W) {
+            const npy_intp w = inner - w0 < W ? inner - w0 : W;
+            for (npy_intp rr = 0; rr < g1 - g; rr++) {
+                char *at[4];
+                for (int k = 0; k < 4; k++) {
+                    at[k] = p[k] + rr * s_row[k] + w0 * s_in[k];
+                }
+                J->loop(w, at[OP_C], s_in[OP_C], at[OP_A], s_in[OP_A], at[OP_B], s_in[OP_B],
+                        at[OP_O], s_in[OP_O], J->loop_arg);
+            }
+        }
+        g = g1;
+    }
+}
+
+void
+sk_run_range(const sk_job *J, npy_intp start, npy_intp end)
+{
+    if (J->tile_r > 1) {
+        /* the whole rows inside the range in tiles, partial rows at its ends row by row */
+        const npy_intp inner = J->shape[J->nd - 1];
+        const npy_intp r0 = (start + inner - 1) / inner, r1 = end / inner;
+        if (r0 < r1) {
+            if (start < r0 * inner) {
+                sk_run_rows(J, start, r0 * inner);
+            }
+            sk_run_tiled(J, r0, r1);
+            if (r1 * inner < end) {
+                sk_run_rows(J, r1 * inner, end);
+            }
+            return;
+        }
+    }
+    sk_run_rows(J, start, end);
 }

@@ -273,6 +273,10 @@ sk_run_parallel(const sk_job *J, int parts)
         chunk = SK_MIN_CHUNK;
     }
     chunk = (chunk + 63) & ~(npy_intp)63;
+    if (J->tile_r > 1) { /* whole panels of tile_r rows */
+        const npy_intp panel = J->tile_r * J->shape[J->nd - 1];
+        chunk = (chunk + panel - 1) / panel * panel;
+    }
     sk_pool.job = J;
     sk_pool.nparts = parts;
     sk_pool.chunk = chunk;

@@ -7,7 +7,7 @@ contiguous, fresh output), times ``arrayselect.select`` on 1 thread and on
 ``--threads`` threads with the parallel threshold forced to 0, alternately,
 and prints the medians, their ratio, and the smallest size from which the
 threaded run is faster at that size and every larger one. That size is what
-``SK_DEFAULT_PARALLEL_MIN`` in ``backends/_kernel/select_kernel.c`` is set from.
+``SK_DEFAULT_PARALLEL_MIN`` in ``backends/numpy_backend/_kernel/sk_kernel.h`` is set from.
 
 By default calls run back to back (batches, timeit style). ``--pause-ms P``
 instead times single calls, each after sleeping P ms, so that the pool's
@@ -21,7 +21,6 @@ import statistics
 import time
 
 import numpy as np
-from arrayselect.backends.numpy_backend import _select_kernel
 from arrayselect.backends.numpy_backend import kernel as numpy_kernel
 
 import arrayselect as asel
@@ -42,7 +41,7 @@ def main() -> None:
     rng = np.random.default_rng(0)
     saved_threads = asel.get_num_threads()
     numpy_kernel.set_parallel_threshold(0)
-    _select_kernel.set_adaptive(False)  # measure threads as they are, no back-off
+    numpy_kernel.set_load_guard(False)  # measure threads as they are
     mode = f"single calls after a {args.pause_ms:g} ms pause" if pause else "back to back"
     print(f"# threads={args.threads}, repeats={args.repeats}, float32, {mode}, median per call")
     print(f"{'elements':>10}  {'1 thread':>11}  {args.threads} threads  {'speedup':>8}")
@@ -76,7 +75,7 @@ def main() -> None:
     finally:
         asel.set_num_threads(saved_threads)
         numpy_kernel.set_parallel_threshold(None)
-        _select_kernel.set_adaptive(True)
+        numpy_kernel.set_load_guard(True)
     threshold = None
     for i, (n, _) in enumerate(faster):
         if all(ok for _, ok in faster[i:]):

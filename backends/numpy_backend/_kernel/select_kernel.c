@@ -102,7 +102,7 @@ sk_describe(const sk_job *J, int temporary)
     return Py_BuildValue("{s:N,s:N,s:s,s:s,s:(nn),s:i,s:O}", "shape", shape, "strides",
                          strides, "loop", J->loop_name, "isa", J->isa, "tile",
                          (Py_ssize_t)J->tile_r, (Py_ssize_t)J->tile_w, "threads",
-                         sk_parts_for(J->total, J->max_threads), "temporary",
+                         sk_parts_for(J), "temporary",
                          temporary ? Py_True : Py_False);
 }
 
@@ -350,15 +350,48 @@ sk_set_parallel_min(PyObject *NPY_UNUSED(self), PyObject *arg)
     Py_RETURN_NONE;
 }
 
+/* set_load_guard(on): whether the room on the machine limits the threads. */
 static PyObject *
-sk_set_adaptive(PyObject *NPY_UNUSED(self), PyObject *arg)
+sk_set_load_guard(PyObject *NPY_UNUSED(self), PyObject *arg)
 {
-    int on = PyObject_IsTrue(arg);
+    const int on = PyObject_IsTrue(arg);
     if (on < 0) {
         return NULL;
     }
-    sk_set_adaptive_mode(on);
+    sk_pool_configure(on, -1, -1);
     Py_RETURN_NONE;
+}
+
+/* set_spin_us(worker, caller): how long idle workers and the waiting caller spin. */
+static PyObject *
+sk_set_spin_us(PyObject *NPY_UNUSED(self), PyObject *args)
+{
+    double worker, caller;
+    if (!PyArg_ParseTuple(args, "dd", &worker, &caller)) {
+        return NULL;
+    }
+    if (!(worker >= 0 && worker <= 1e6 && caller >= 0 && caller <= 1e6)) {
+        PyErr_SetString(PyExc_ValueError, "spins must be in [0, 10^6] microseconds");
+        return NULL;
+    }
+    sk_pool_configure(-1, worker * 1e-6, caller * 1e-6);
+    Py_RETURN_NONE;
+}
+
+/* shutdown_pool(): stop and join the worker threads (the next parallel call restarts them). */
+static PyObject *
+sk_shutdown_pool(PyObject *NPY_UNUSED(self), PyObject *NPY_UNUSED(args))
+{
+    Py_BEGIN_ALLOW_THREADS
+    sk_pool_shutdown();
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+sk_pool_workers_count(PyObject *NPY_UNUSED(self), PyObject *NPY_UNUSED(args))
+{
+    return PyLong_FromLong(sk_pool_workers());
 }
 
 static PyObject *
@@ -370,17 +403,7 @@ sk_get_parallel_min(PyObject *NPY_UNUSED(self), PyObject *NPY_UNUSED(args))
 static PyObject *
 sk_stats(PyObject *NPY_UNUSED(self), PyObject *NPY_UNUSED(args))
 {
-#if SK_HAVE_THREADS
-    const unsigned long long backoff = sk_backoff_jobs;
-    const double worked = sk_worked_s, wall = sk_wall_s;
-#else
-    const unsigned long long backoff = 0;
-    const double worked = 0.0, wall = 0.0;
-#endif
-    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:d,s:d}", "calls", sk_calls, "threaded_calls",
-                         sk_threaded_calls, "temporary_calls", sk_temp_calls,
-                         "backed_off_calls", backoff, "caller_work_s", worked,
-                         "threaded_wall_s", wall);
+    return sk_pool_stats();
 }
 
 /* set_isa(name): use the loops of "baseline", "avx2" or "avx512" from the next call on. */
@@ -454,6 +477,40 @@ sk_isa_init(void)
                             want, sk_isa_name(best), sk_isa_name(best));
 }
 
+/*
+ * For threadpoolctl, which finds thread pools by walking the shared objects
+ * loaded in the process and matching file names and symbols: these two
+ * exported C functions mark this module as a pool it can control (see
+ * kernel.py's controller, which sets the count through arrayselect's settings
+ * so that they agree). They read and write the kernel's thread count.
+ */
+#if defined(__GNUC__) || defined(__clang__)
+#define SK_EXPORT __attribute__((visibility("default")))
+#elif defined(_WIN32)
+#define SK_EXPORT __declspec(dllexport)
+#else
+#define SK_EXPORT
+#endif
+
+SK_EXPORT int arrayselect_get_num_threads(void);
+SK_EXPORT void arrayselect_set_num_threads(int n);
+
+SK_EXPORT int
+arrayselect_get_num_threads(void)
+{
+    return sk_num_threads;
+}
+
+SK_EXPORT void
+arrayselect_set_num_threads(int n)
+{
+#if SK_HAVE_THREADS
+    sk_num_threads = n < 1 ? 1 : n > SK_MAX_THREADS ? SK_MAX_THREADS : n;
+#else
+    (void)n;
+#endif
+}
+
 static PyMethodDef sk_methods[] = {
     {"select", (PyCFunction)(void (*)(void))sk_select, METH_FASTCALL,
      "select(cond, then, else_, out, out_shape, cond_dims, then_dims, else_dims)\n"
@@ -476,8 +533,14 @@ static PyMethodDef sk_methods[] = {
     {"get_num_threads", sk_get_num_threads, METH_NOARGS, "The number of threads."},
     {"set_parallel_min", sk_set_parallel_min, METH_O,
      "Set the output size (elements) from which work is split across threads."},
-    {"set_adaptive", sk_set_adaptive, METH_O,
-     "Turn the back-off (serial runs after threads did not pay) on or off."},
+    {"set_load_guard", sk_set_load_guard, METH_O,
+     "Whether the cores other processes keep busy limit the threads (default on)."},
+    {"set_spin_us", sk_set_spin_us, METH_VARARGS,
+     "set_spin_us(worker, caller): microseconds an idle worker spins for the next job,\n"
+     "and the caller for the last workers, before sleeping (benchmarks)."},
+    {"shutdown_pool", sk_shutdown_pool, METH_NOARGS,
+     "Stop and join the worker threads; the next parallel call starts them again."},
+    {"pool_workers", sk_pool_workers_count, METH_NOARGS, "Worker threads running now."},
     {"get_parallel_min", sk_get_parallel_min, METH_NOARGS,
      "The output size (elements) from which work is split across threads."},
     {"fast_select", (PyCFunction)(void (*)(void))sk_fast_select, METH_FASTCALL,
@@ -496,7 +559,9 @@ static PyMethodDef sk_methods[] = {
      "The instruction set in use ('current'), the best one this CPU supports, those\n"
      "usable here and those compiled in."},
     {"stats", sk_stats, METH_NOARGS,
-     "Counters: kernel calls, calls run on several threads, calls through a temporary."},
+     "Counters (kernel calls, calls run on several threads, calls given fewer threads\n"
+     "because other processes kept the cores busy, calls through a temporary) and the\n"
+     "state of the room guard."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -112,6 +112,7 @@ typedef struct {
     const char *loop_name;          /* for explain() */
     const char *isa;                /* the instruction set of the loops (explain()) */
     npy_intp tile_r, tile_w;        /* tiled iteration (transposes): rows x columns; 0: rows */
+    npy_intp bpe;                   /* bytes the loops move per element (the cost model) */
     int max_threads;                /* the caller's cap on threads; 0: none */
 } sk_job;
 
@@ -148,6 +149,7 @@ void sk_run_range(const sk_job *J, npy_intp start, npy_intp end);
 /* Threads (sk_pool.c)                                                      */
 /* ------------------------------------------------------------------------ */
 
+/* Float32 elements (with a bool cond) from which a job is split across threads. */
 #ifndef SK_DEFAULT_PARALLEL_MIN
 #define SK_DEFAULT_PARALLEL_MIN 65536
 #endif
@@ -155,16 +157,19 @@ void sk_run_range(const sk_job *J, npy_intp start, npy_intp end);
 extern npy_intp sk_parallel_min;
 extern int sk_num_threads;
 extern unsigned long long sk_calls, sk_threaded_calls, sk_temp_calls;
-extern int sk_adaptive;
-extern unsigned long long sk_backoff_jobs;
-extern double sk_worked_s, sk_wall_s;
 
-/* Number of threads a job of `total` elements gets (what explain() reports). */
-int sk_parts_for(npy_intp total, int max_threads);
+/* Number of threads a job gets by its cost (what explain() reports). */
+int sk_parts_for(const sk_job *J);
 /* Run a job, releasing the GIL for large ones. Called with the GIL held. */
 void sk_execute(const sk_job *J);
-void sk_set_adaptive_mode(int on);
+/* Stop and join the workers (without the GIL); the next parallel job restarts them. */
+void sk_pool_shutdown(void);
 void sk_pool_atfork_child(void);
+int sk_pool_workers(void);
+/* The room guard on or off, the spins in seconds; a negative value keeps a setting. */
+void sk_pool_configure(int load_guard, double worker_spin, double caller_spin);
+/* Counters and the state of the room guard, as a dict. */
+PyObject *sk_pool_stats(void);
 
 /* ------------------------------------------------------------------------ */
 /* Output memory (sk_memory.c)                                              */

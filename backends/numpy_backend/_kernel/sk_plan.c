@@ -307,6 +307,29 @@ sk_plan_tiles(sk_job *J, npy_intp csz)
 }
 
 /*
+ * Bytes per element the job's loops move, what the decision to use threads
+ * weighs (sk_pool.c): per operand, nothing when it is broadcast along the
+ * inner axis, its item size when contiguous, and the bytes of cache line each
+ * element drags in when strided; the block loop moves one input row and the
+ * output.
+ */
+static npy_intp
+sk_job_bytes(const sk_job *J, npy_intp csz)
+{
+    const int nd = J->nd;
+    const npy_intp size[4] = {csz, J->isz, J->isz, J->isz};
+    npy_intp bytes = 0;
+    if (J->loop == sk_block_loop) {
+        return 2 * J->isz;
+    }
+    for (int k = 0; k < 4; k++) {
+        const npy_intp s = sk_abs(J->strides[k][nd - 1]);
+        bytes += s == 0 ? 0 : s <= size[k] ? size[k] : s < 64 ? s : 64;
+    }
+    return bytes;
+}
+
+/*
  * Fill a job for out = select(c, a, b) where every operand's strides are given
  * per output dimension (broadcast dims have stride 0): memory-order the axes,
  * drop size-1 axes, coalesce, pick the loop.
@@ -366,6 +389,7 @@ sk_prepare(sk_job *J, int nd, const npy_intp *dims, npy_intp strides[4][SK_MAXDI
     J->nd = m;
     sk_pick_loop(J, csz, alias_a, alias_b, alias_c);
     sk_plan_tiles(J, csz);
+    J->bpe = sk_job_bytes(J, csz);
 }
 
 

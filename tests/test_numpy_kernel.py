@@ -804,8 +804,9 @@ def test_threads_work_after_fork() -> None:
 
 def test_output_pool_reuses_large_blocks() -> None:
     asel.release_memory()
-    c = random_cond((600_000,))
-    a, b = random_array((600_000,), np.dtype("f4")), random_array((600_000,), np.dtype("f4"))
+    n = numpy_kernel.pool_info()["min_block"] // 4 + 1000  # just above the smallest kept block
+    c = random_cond((n,))
+    a, b = random_array((n,), np.dtype("f4")), random_array((n,), np.dtype("f4"))
     expected = oracle(c, a, b)
     hits = numpy_kernel.pool_info()["hits"]
     for _ in range(3):
@@ -816,6 +817,10 @@ def test_output_pool_reuses_large_blocks() -> None:
     assert numpy_kernel.pool_info()["hits"] >= hits + 2
     asel.release_memory()
     assert numpy_kernel.pool_info()["cached_bytes"] == 0
+    small = random_array((1000,), np.dtype("f4"))
+    misses = numpy_kernel.pool_info()["misses"]
+    asel.select(c[:1000], small, small)  # small outputs do not go through the pool at all
+    assert numpy_kernel.pool_info()["misses"] == misses
 
 
 def test_pool_can_be_disabled() -> None:
@@ -823,7 +828,7 @@ def test_pool_can_be_disabled() -> None:
         """
         import numpy as np, arrayselect as asel
         from arrayselect.backends.numpy_backend import kernel as numpy_kernel
-        c = np.ones(10**6, bool); a = np.ones(10**6)
+        c = np.ones(5 * 10**6, bool); a = np.ones(5 * 10**6)
         for _ in range(3):
             r = asel.select(c, a, a); del r
         info = numpy_kernel.pool_info()

@@ -127,7 +127,7 @@ def test_workers_block_asynchronous_signals() -> None:
     """A process-directed signal that the main thread waits for with sigwait must reach it:
     a worker that did not block it would take the default action and end the process."""
     code = """
-        import os, signal, numpy as np, arrayselect as asel
+        import os, signal, time, numpy as np, arrayselect as asel
         from arrayselect.backends.numpy_backend import kernel
         asel.set_num_threads(2)
         kernel.set_parallel_threshold(0)
@@ -137,12 +137,27 @@ def test_workers_block_asynchronous_signals() -> None:
         asel.select(c, a, a)                       # starts the worker
         assert kernel._k.pool_workers() == 1
         me = os.getpid()
-        masks = {}
-        for tid in os.listdir(f"/proc/{me}/task"):
-            with open(f"/proc/{me}/task/{tid}/status") as f:
-                line = next(x for x in f if x.startswith("SigBlk"))
-            masks[int(tid)] = int(line.split()[1], 16)
-        worker = next(m for t, m in masks.items() if t != me and m)
+
+        def masks():
+            found = {}
+            for tid in os.listdir(f"/proc/{me}/task"):
+                with open(f"/proc/{me}/task/{tid}/status") as f:
+                    line = next(x for x in f if x.startswith("SigBlk"))
+                found[int(tid)] = int(line.split()[1], 16)
+            return found
+
+        # a thread that has not started running yet has every signal blocked (glibc): wait
+        # until the worker runs
+        everything = ~((1 << (signal.SIGKILL - 1)) | (1 << (signal.SIGSTOP - 1))) & (2**64 - 1)
+        deadline = time.monotonic() + 5
+        while True:
+            found = masks()
+            worker = next(m for t, m in found.items() if t != me)
+            if worker != everything or time.monotonic() > deadline:
+                break
+            asel.select(c, a, a)
+            time.sleep(0.01)
+        masks = found
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1, signal.SIGCHLD,
                     signal.SIGALRM):
             assert worker >> (sig - 1) & 1, sig

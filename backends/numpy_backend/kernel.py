@@ -159,8 +159,9 @@ def pool_info() -> dict[str, int]:
     Returns
     -------
     dict
-        ``limit`` and ``cached_bytes`` (bytes), ``cached_blocks``, and ``hits`` /
-        ``misses`` (large outputs that did / did not reuse a block).
+        ``limit`` and ``cached_bytes`` (bytes), ``min_block`` (the smallest
+        output that goes through the pool, bytes), ``cached_blocks``, and
+        ``hits`` / ``misses`` (such outputs that did / did not reuse a block).
     """
     info: dict[str, int] = _k.pool_info()
     return info

@@ -202,9 +202,11 @@ def check_options(
             f"cond_broadcast={cond_broadcast!r} applies only to auto_broadcast='numpy', not to "
             f"auto_broadcast={auto_broadcast!r}; allowed here: 'unidirectional' (the default)"
         )
-    return MODES[MODES.index(auto_broadcast)], axis_int, COND_BROADCASTS[
-        COND_BROADCASTS.index(cond_broadcast)
-    ]
+    return (
+        MODES[MODES.index(auto_broadcast)],
+        axis_int,
+        COND_BROADCASTS[COND_BROADCASTS.index(cond_broadcast)],
+    )
 
 
 def normalize_shape(name: str, shape: object) -> Shape:

@@ -6,16 +6,24 @@
 #include <stdlib.h>
 
 /*
- * A fresh multi-megabyte output costs a page fault per page (the kernel zeroes
- * every page before the select writes it): measured on the 2-core VM, about as
- * long as the select itself at 10^7 float32. Outputs of at least SK_POOL_MIN
- * bytes are therefore allocated through a NumPy memory handler (NEP 49) whose
- * free() keeps up to SK_POOL_SLOTS blocks (sk_pool_limit bytes in all) for
- * reuse by an output of exactly the same size, as a caching allocator does.
- * New blocks are 2 MiB aligned and advised for transparent huge pages.
- * ARRAYSELECT_POOL_MB (read by the Python side) sets the limit; 0 disables it.
+ * A fresh output costs a page fault per page, and the OS zeroes every page
+ * before the select writes it: a large share of the time of a select, which
+ * only moves each byte once. Allocators reuse freed memory for most sizes, but
+ * glibc's malloc maps every block of 32 MiB or more afresh (its mmap threshold
+ * grows with the blocks freed, up to that size), so a loop of large selects
+ * page-faults its whole output on every call, as np.where does.
+ *
+ * Outputs of at least SK_POOL_MIN bytes are therefore allocated through a
+ * NumPy memory handler (NEP 49) whose free() keeps up to SK_POOL_SLOTS blocks,
+ * sk_pool_limit bytes in all, for an output of exactly the same size, as a
+ * caching allocator does. A loop that replaces its result needs one kept
+ * block; the limit (arrayselect.set_pool_limit, ARRAYSELECT_POOL_MB; 0 turns
+ * the pool off) bounds what stays allocated after it, until
+ * arrayselect.release_memory(). Below SK_POOL_MIN the pool would only hold
+ * memory the allocator reuses anyway. New blocks are 2 MiB aligned and
+ * advised for transparent huge pages (512 times fewer faults).
  */
-#define SK_POOL_MIN ((size_t)1 << 20)
+#define SK_POOL_MIN ((size_t)32 << 20)
 #define SK_POOL_SLOTS 8
 #define SK_HUGE ((size_t)2 << 20)
 
@@ -34,7 +42,7 @@ static struct {
     size_t bytes;
     unsigned long long hits, misses;
 } sk_mem = {{{NULL, 0}}, 0, 0, 0, 0};
-static size_t sk_pool_limit = (size_t)256 << 20;
+static size_t sk_pool_limit = 0; /* set by the settings at import */
 static PyObject *sk_handler_capsule = NULL;
 
 #if SK_HAVE_THREADS
@@ -222,9 +230,10 @@ PyObject *
 sk_pool_info(PyObject *NPY_UNUSED(self), PyObject *NPY_UNUSED(args))
 {
     SK_MEM_LOCK();
-    PyObject *r = Py_BuildValue("{s:n,s:n,s:i,s:K,s:K}", "limit", (Py_ssize_t)sk_pool_limit,
-                                "cached_bytes", (Py_ssize_t)sk_mem.bytes, "cached_blocks",
-                                sk_mem.count, "hits", sk_mem.hits, "misses", sk_mem.misses);
+    PyObject *r = Py_BuildValue("{s:n,s:n,s:n,s:i,s:K,s:K}", "limit", (Py_ssize_t)sk_pool_limit,
+                                "min_block", (Py_ssize_t)SK_POOL_MIN, "cached_bytes",
+                                (Py_ssize_t)sk_mem.bytes, "cached_blocks", sk_mem.count, "hits",
+                                sk_mem.hits, "misses", sk_mem.misses);
     SK_MEM_UNLOCK();
     return r;
 }

@@ -133,7 +133,11 @@ SK_NAME(st)(npy_intp n, const char *c, npy_intp cs, const char *a, npy_intp as,
     }
 }
 
-/* Gather n elements of cond, then and else that share one step (in elements). */
+/*
+ * Gather n elements of cond, then and else that share one step (in elements,
+ * 2 or more; a reversed mixed-type loop does not vectorize, so step -1 goes
+ * through the single-type gathers).
+ */
 static SK_TARGET void
 SK_NAME(gather3)(npy_intp n, npy_intp step, const char *c, const char *a, const char *b,
                  CT *SK_RESTRICT cd, VT *SK_RESTRICT ad, VT *SK_RESTRICT bd)
@@ -143,11 +147,6 @@ SK_NAME(gather3)(npy_intp n, npy_intp step, const char *c, const char *a, const 
     if (step == 2) {
         for (npy_intp i = 0; i < n; i++) {
             cd[i] = pc[2 * i], ad[i] = pa[2 * i], bd[i] = pb[2 * i];
-        }
-    }
-    else if (step == -1) {
-        for (npy_intp i = 0; i < n; i++) {
-            cd[i] = pc[-i], ad[i] = pa[-i], bd[i] = pb[-i];
         }
     }
     else {
@@ -177,7 +176,8 @@ SK_NAME(bst)(npy_intp n, const char *c, npy_intp cs, const char *a, npy_intp as,
     VT abuf[B], bbuf[B], obuf[B];
     const npy_intp csz = (npy_intp)sizeof(CT), vsz = (npy_intp)sizeof(VT);
     const int gc = cs != csz, ga = as != 0 && as != vsz, gb = bs != 0 && bs != vsz;
-    const int all3 = gc && ga && gb && as == bs && as % vsz == 0 && cs == as / vsz * csz;
+    const int all3 = gc && ga && gb && as == bs && as % vsz == 0 && as / vsz >= 2 &&
+                     cs == as / vsz * csz;
     const int both = !all3 && ga && gb && as == bs;
     (void)isz;
     for (npy_intp start = 0; start < n; start += B) {

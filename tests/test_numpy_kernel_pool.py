@@ -82,7 +82,7 @@ def test_same_call_same_decision() -> None:
     """No reaction to timings: every call of a parallel-sized job is split."""
     asel.set_num_threads(2)
     numpy_kernel.set_load_guard(False)
-    n = 4 * numpy_kernel.get_parallel_threshold()
+    n = 8 * numpy_kernel.get_parallel_threshold()  # enough to wake sleeping workers for
     c = RNG.random(n) < 0.5
     a = RNG.random(n, dtype=np.float32)
     before = numpy_kernel.kernel_stats()["threaded_calls"]
@@ -226,6 +226,35 @@ def test_pool_stops_before_fork() -> None:
         print(workers_after_fork, os.waitstatus_to_exitcode(status), kernel._k.pool_workers())
     """
     assert _run(code, "-W", "error::DeprecationWarning").split() == ["0", "0", "1"]
+
+
+def test_isolated_calls_run_on_the_caller_loops_on_threads() -> None:
+    """Between the threshold and 8x it, a call split only when it is part of a loop (the last
+    call of that size ended less than the workers' spin ago): waking sleeping workers costs
+    more than such a job saves. Larger jobs are split anyway."""
+    asel.set_num_threads(2)
+    numpy_kernel.set_load_guard(False)
+    n = 2 * numpy_kernel.get_parallel_threshold()
+    c = RNG.random(n) < 0.5
+    a = RNG.random(n, dtype=np.float32)
+    pause = 10 * K.stats()["worker_spin_s"] + 0.001
+    for _ in range(3):
+        time.sleep(pause)
+        stats = numpy_kernel.kernel_stats()
+        asel.select(c, a, a)
+        after = numpy_kernel.kernel_stats()
+        assert after["cold_calls"] == stats["cold_calls"] + 1
+        assert after["threaded_calls"] == stats["threaded_calls"]
+    stats = numpy_kernel.kernel_stats()
+    for _ in range(20):
+        asel.select(c, a, a)  # the first runs here, the rest are a loop
+    assert numpy_kernel.kernel_stats()["threaded_calls"] >= stats["threaded_calls"] + 19
+    big = RNG.random(8 * numpy_kernel.get_parallel_threshold(), dtype=np.float32)
+    cb = RNG.random(big.size) < 0.5
+    time.sleep(pause)
+    stats = numpy_kernel.kernel_stats()
+    asel.select(cb, big, big)
+    assert numpy_kernel.kernel_stats()["threaded_calls"] == stats["threaded_calls"] + 1
 
 
 def test_shutdown_pool_and_restart() -> None:

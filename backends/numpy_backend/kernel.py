@@ -50,8 +50,9 @@ kernel_select: Any = _k.select
 
 #: ``explain(...)`` with the arguments of :data:`kernel_select`: how the kernel
 #: would run the call (coalesced shape, strides, inner loop and the instruction
-#: set it was compiled for, tiles, threads by its cost), without running it.
-#: For tests and benchmarks.
+#: set it was compiled for, tiles, and the threads its cost earns while the
+#: workers are awake and the machine has room), without running it. For tests
+#: and benchmarks.
 explain: Any = _k.explain
 
 
@@ -143,6 +144,9 @@ def kernel_stats() -> dict[str, int]:
         ``calls`` (selects run by the kernel), ``threaded_calls`` (those split
         across threads), ``guarded_calls`` (large enough to split, but given
         fewer threads because other processes kept the cores busy),
+        ``cold_calls`` (large enough to split, but run on the calling thread
+        because the workers were asleep and the job too small to repay waking
+        them; the call wakes them for the next one),
         ``temporary_calls`` (computed into a temporary because ``out``
         partially overlapped an input), the fast path's ``hits`` and
         ``misses``, and the room guard's state: ``load_guard`` (1 if on and

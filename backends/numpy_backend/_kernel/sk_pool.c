@@ -24,8 +24,20 @@
  *     another process is using makes the job wait for a time slice; one noisy
  *     sample moves nothing, a competitor that stays for a few hundred ms does.
  *
- * Only jobs big enough to split ever look at either, and a job that is run on
- * fewer threads because of (2) is counted (guarded_calls).
+ *  3. Loops. Waking a sleeping worker costs tens of microseconds (a wake-up
+ *     across cores; on a VM, a virtual CPU to schedule), paid by the caller
+ *     and again by the late start of the worker's chunk: a small job does not
+ *     repay it. Workers spin for a while after each job, so the next call of
+ *     a loop finds them awake. A job from the threshold on is split when the
+ *     previous job of that size ended less than the spin bound ago (a loop:
+ *     the first call of a loop runs on the caller, the second wakes the
+ *     workers, the rest find them spinning) or when it moves SK_COLD_FACTOR
+ *     times the threshold's bytes; an isolated smaller job runs on the
+ *     caller. This depends on the program's call pattern, not on how long the
+ *     last calls took.
+ *
+ * Only jobs big enough to split ever look at (2) and (3); a job run on fewer
+ * threads because of them is counted (guarded_calls, cold_calls).
  */
 #include "sk_kernel.h"
 
@@ -40,6 +52,8 @@
 #define SK_CHUNK_MAX_BYTES ((npy_intp)1 << 20)
 /* ... and there are at least this many per thread: a preempted thread holds up little. */
 #define SK_CHUNKS_PER_THREAD 8
+/* Isolated jobs (not in a loop) must move this many times the threshold's bytes. */
+#define SK_COLD_FACTOR 8
 /* Sampling the room on the machine. */
 #define SK_ROOM_PERIOD 0.05
 #define SK_ROOM_ALPHA 0.3
@@ -52,13 +66,14 @@
  * last workers inside its job before it sleeps, because giving the core away
  * can cost a time slice to get back. Both are measured in docs/numpy_kernel.md.
  */
-#define SK_WORKER_SPIN_NS 50000
+#define SK_WORKER_SPIN_NS 200000
 #define SK_CALLER_SPIN_NS 200000
 
 npy_intp sk_parallel_min = SK_DEFAULT_PARALLEL_MIN;
 int sk_num_threads = 1;
 unsigned long long sk_calls = 0, sk_threaded_calls = 0, sk_temp_calls = 0;
-static unsigned long long sk_guarded_calls = 0;
+static unsigned long long sk_guarded_calls = 0, sk_cold_calls = 0;
+static double sk_last_end = -1.0; /* when the last job of parallel size ended (pool owner) */
 static long sk_worker_spin_ns = SK_WORKER_SPIN_NS, sk_caller_spin_ns = SK_CALLER_SPIN_NS;
 static int sk_load_guard = 1;
 /* Diagnostics (pool owner only): seconds the caller worked, and the runs' wall time. */
@@ -117,12 +132,13 @@ typedef struct {
     npy_intp next;             /* next flat index to claim (atomic) */
     int active;                /* workers inside the open job */
     int quit;                  /* set by sk_pool_shutdown: workers exit */
+    int spinning;              /* workers busy-waiting for the next job (atomic) */
     pthread_t tids[SK_MAX_THREADS];
 } sk_pool_t;
 
 static sk_pool_t sk_pool = {
     PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
-    PTHREAD_MUTEX_INITIALIZER, 0, 0, NULL, 0, 0, 0, 0, 0, {0},
+    PTHREAD_MUTEX_INITIALIZER, 0, 0, NULL, 0, 0, 0, 0, 0, 0, {0},
 };
 
 typedef struct {
@@ -187,6 +203,7 @@ sk_worker(void *arg_)
         const double spin = 1e-9 * (double)SK_LOAD(sk_worker_spin_ns);
         if (sk_pool.generation == seen && spin > 0 && SK_LOAD(sk_room.allowed) > 1) {
             pthread_mutex_unlock(&sk_pool.mu);
+            __atomic_add_fetch(&sk_pool.spinning, 1, __ATOMIC_RELAXED);
             const double until = sk_now() + spin;
             for (unsigned i = 1; __atomic_load_n(&sk_pool.generation, __ATOMIC_ACQUIRE) == seen;
                  i++) {
@@ -195,6 +212,7 @@ sk_worker(void *arg_)
                     break;
                 }
             }
+            __atomic_sub_fetch(&sk_pool.spinning, 1, __ATOMIC_RELAXED);
             pthread_mutex_lock(&sk_pool.mu);
         }
         while (sk_pool.generation == seen) {
@@ -362,8 +380,22 @@ sk_run_parallel(const sk_job *J, int parts)
         __atomic_add_fetch(&sk_guarded_calls, 1, __ATOMIC_RELAXED);
         parts = room;
     }
+    const double t_call = sk_now();
+    const int in_loop = __atomic_load_n(&sk_pool.spinning, __ATOMIC_RELAXED) > 0 ||
+                        (sk_last_end >= 0 &&
+                         t_call - sk_last_end < 1e-9 * (double)SK_LOAD(sk_worker_spin_ns));
+    if (parts >= 2 && !in_loop &&
+        (double)J->total * (double)J->bpe <
+            (double)sk_parallel_min * SK_REF_BPE * SK_COLD_FACTOR) {
+        __atomic_add_fetch(&sk_cold_calls, 1, __ATOMIC_RELAXED);
+        parts = 1;
+    }
+    if (parts < 2) {
+        pthread_mutex_unlock(&sk_pool.busy);
+        return 0; /* the caller runs it, then sk_pool_job_done() */
+    }
     pthread_mutex_lock(&sk_pool.mu);
-    const int have = parts > 1 ? sk_pool_grow(parts - 1) : 0;
+    const int have = sk_pool_grow(parts - 1);
     parts = have + 1 < parts ? have + 1 : parts;
     if (parts < 2) {
         pthread_mutex_unlock(&sk_pool.mu);
@@ -410,10 +442,21 @@ sk_run_parallel(const sk_job *J, int parts)
         }
     }
     pthread_mutex_unlock(&sk_pool.mu);
+    sk_last_end = sk_now();
     sk_worked_s += t1 - t0;
-    sk_wall_s += sk_now() - t_start;
+    sk_wall_s += sk_last_end - t_start;
     pthread_mutex_unlock(&sk_pool.busy);
     return 1;
+}
+
+/* A job of parallel size ran on the calling thread: a loop may be starting. */
+static void
+sk_pool_job_done(void)
+{
+    if (pthread_mutex_trylock(&sk_pool.busy) == 0) {
+        sk_last_end = sk_now();
+        pthread_mutex_unlock(&sk_pool.busy);
+    }
 }
 
 /*
@@ -461,8 +504,10 @@ sk_pool_atfork_child(void)
     sk_pool.nparts = 0;
     sk_pool.active = 0;
     sk_pool.quit = 0;
+    sk_pool.spinning = 0;
     sk_room.ok = -1;
     sk_room.samples = 0;
+    sk_last_end = -1.0;
 }
 
 int
@@ -506,6 +551,11 @@ sk_execute(const sk_job *J)
 #endif
     if (!threaded) {
         sk_run_range(J, 0, J->total);
+#if SK_HAVE_THREADS
+        if (parts > 1) {
+            sk_pool_job_done();
+        }
+#endif
     }
     Py_END_ALLOW_THREADS
     if (threaded) {
@@ -546,9 +596,10 @@ sk_pool_stats(void)
     const int allowed = 1, guard = 0;
     const unsigned long long samples = 0, changes = 0;
 #endif
-    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:d,s:d,s:i,s:d,s:i,s:K,s:K,s:d,s:d}", "calls",
+    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:d,s:d,s:i,s:d,s:i,s:K,s:K,s:d,s:d}", "calls",
                          sk_calls, "threaded_calls", sk_threaded_calls, "temporary_calls",
-                         sk_temp_calls, "guarded_calls", sk_guarded_calls, "caller_work_s",
+                         sk_temp_calls, "guarded_calls", sk_guarded_calls, "cold_calls",
+                         sk_cold_calls, "caller_work_s",
                          sk_worked_s, "threaded_wall_s", sk_wall_s, "load_guard", guard,
                          "others_busy_cores", others, "threads_allowed", allowed,
                          "room_samples", samples, "room_changes", changes, "worker_spin_s",

@@ -90,14 +90,17 @@ def compare_many(
 ) -> list[float]:
     """Median seconds per call of each function, their batches measured in turn per repeat.
 
+    The order rotates from repeat to repeat.
+
     ``number`` calls per batch for all; by default each function's batch is
     sized to last about SAMPLE_SECONDS.
     """
     numbers = [number or _batch_size(fn) for fn in fns]
     times: list[list[float]] = [[] for _ in fns]
-    for _ in range(repeats):
-        for fn, n, t in zip(fns, numbers, times, strict=True):
-            t.append(_median_time(fn, n, clock))
+    for r in range(repeats):
+        for i in range(len(fns)):
+            k = (i + r) % len(fns)  # each function starts a repeat in turn: no place is favoured
+            times[k].append(_median_time(fns[k], numbers[k], clock))
     return [statistics.median(t) for t in times]
 
 

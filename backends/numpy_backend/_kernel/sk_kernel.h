@@ -4,10 +4,12 @@
  * The kernel is one extension module built from several C files, one per
  * subsystem:
  *
- *   sk_loops.c      the inner loops (one per item size, cond width and layout)
+ *   sk_loops.c      the inner loops (one per item size, cond width and layout),
+ *                   compiled once per instruction set from the templates
+ *                   sk_loops_isa.h and sk_loops_typed.h, and the choice among them
  *   sk_plan.c       iteration: placing the inputs on the output shape,
- *                   memory-ordering and coalescing axes, picking the loop,
- *                   running a flat range of a job
+ *                   memory-ordering and coalescing axes, picking the loop, tiles,
+ *                   the job's cost, running a flat range of a job
  *   sk_pool.c       the thread pool and when to use it
  *   sk_memory.c     the output memory handler (a pool of freed blocks)
  *   sk_fast.c       the plan cache behind fast_select (the lean call path)
@@ -16,7 +18,7 @@
  * Everything shared between the files is declared here; everything else is
  * static to its file. Every symbol starts with sk_ (setup.py builds with
  * -fvisibility=hidden, so none leaks out of the shared object but the
- * module's init function).
+ * module's init function and the two threadpoolctl entry points).
  */
 #ifndef SK_KERNEL_H
 #define SK_KERNEL_H

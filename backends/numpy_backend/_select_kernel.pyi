@@ -61,6 +61,7 @@ def explain(
     cond_dims: Dims,
     then_dims: Dims,
     else_dims: Dims,
+    max_threads: int = 0,
     /,
 ) -> dict[str, Any]: ...
 def set_pool_limit(n: int, /) -> None: ...

@@ -161,6 +161,31 @@ def test_builds_and_runs_with_dispatch_disabled(tmp_path: Path) -> None:
     assert "'compiled': ['baseline']" in info and "'current': 'baseline'" in info, info
 
 
+@pytest.mark.parametrize(
+    "source", sorted(p.name for p in KERNEL_DIR.glob("*.c")) if KERNEL_DIR.is_dir() else []
+)
+def test_compiles_for_aarch64_without_warnings(source: str, tmp_path: Path) -> None:
+    """Another architecture builds the baseline loops only (where a cross compiler is
+    installed: Debian's gcc-aarch64-linux-gnu; this platform's Python and NumPy headers
+    serve, both being LP64)."""
+    compiler = shutil.which("aarch64-linux-gnu-gcc")
+    if compiler is None:
+        pytest.skip("no aarch64 cross compiler")
+    obj = tmp_path / "out.o"
+    done = subprocess.run(
+        [compiler, "-O3", "-Wall", "-Wextra", "-Werror", "-std=gnu11", "-pthread", "-fPIC",
+         "-fno-strict-aliasing", f"-I{np.get_include()}",
+         f"-I{sysconfig.get_paths()['include']}", f"-I{KERNEL_DIR}", "-c",
+         str(KERNEL_DIR / source), "-o", str(obj)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    symbols = subprocess.run(
+        ["aarch64-linux-gnu-nm", str(obj)], capture_output=True, text=True
+    ).stdout
+    assert "avx" not in symbols
+
+
 X86_ONLY = re.compile(
     r"__builtin_ia32_|__builtin_cpu_|\b_mm\d*_|__m(128|256|512)|immintrin|x86intrin|cpuid\.h|"
     r"target\(\"|__asm__"

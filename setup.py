@@ -10,15 +10,16 @@ only adds the C extensions, built by the ordinary setuptools build backend for
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 # Portable flags only: no -march=native, so a wheel runs on any x86-64/aarch64.
-# The loops are written so that the baseline ISA (SSE2 / NEON) vectorizes them;
-# measured on x86-64, AVX2 clones gained under 10% in cache and nothing at
-# memory bandwidth, so no runtime dispatch is built.
-_UNIX_FLAGS = ["-O3", "-fno-strict-aliasing", "-std=gnu11", "-pthread"]
+# -fvisibility=hidden: the kernel's files share sk_* symbols that must not
+# leave the shared object (only the module's init function is exported).
+_UNIX_FLAGS = ["-O3", "-fno-strict-aliasing", "-std=gnu11", "-pthread", "-fvisibility=hidden"]
 _MSVC_FLAGS = ["/O2"]
 
 
@@ -33,14 +34,25 @@ class BuildExt(build_ext):  # type: ignore[misc]
         super().build_extensions()
 
 
+_KERNEL = "backends/numpy_backend/_kernel/"
+# ARRAYSELECT_KERNEL_DISPATCH=0 builds the baseline loops only (no AVX2/AVX-512 copies).
+_KERNEL_MACROS = (
+    [("SK_NO_DISPATCH", "1")] if os.environ.get("ARRAYSELECT_KERNEL_DISPATCH") == "0" else []
+)
+_KERNEL_SOURCES = ["select_kernel.c", "sk_loops.c", "sk_plan.c", "sk_pool.c", "sk_memory.c"]
+_KERNEL_SOURCES += ["sk_fast.c"]
+_KERNEL_HEADERS = ["sk_kernel.h", "sk_loops_isa.h", "sk_loops_typed.h"]
+
 setup(
     ext_modules=[
         Extension("arrayselect._fastcall", sources=["src/arrayselect/_fastcall.c"]),
         Extension(
             "arrayselect.backends.numpy_backend._select_kernel",
-            sources=["backends/numpy_backend/_kernel/select_kernel.c"],
-            include_dirs=[np.get_include()],
-        )
+            sources=[_KERNEL + name for name in _KERNEL_SOURCES],
+            depends=[_KERNEL + name for name in _KERNEL_HEADERS],
+            include_dirs=[np.get_include(), _KERNEL],
+            define_macros=_KERNEL_MACROS,
+        ),
     ],
     cmdclass={"build_ext": BuildExt},
 )

@@ -1,17 +1,22 @@
 """Measure where splitting a select across threads starts to pay.
 
     python asv_benchmarks/thread_threshold.py [--threads 2] [--repeats 31]
+        [--pause-ms P | --busy-gap-ms G]
 
 For output sizes from 2^12 to 2^23 float32 elements in steps of sqrt(2) (random bool cond,
 contiguous, fresh output), times ``arrayselect.select`` on 1 thread and on
 ``--threads`` threads with the parallel threshold forced to 0, alternately,
 and prints the medians, their ratio, and the smallest size from which the
 threaded run is faster at that size and every larger one. That size is what
-``SK_DEFAULT_PARALLEL_MIN`` in ``backends/_kernel/select_kernel.c`` is set from.
+``SK_DEFAULT_PARALLEL_MIN`` in ``backends/numpy_backend/_kernel/sk_kernel.h`` is set from.
 
 By default calls run back to back (batches, timeit style). ``--pause-ms P``
 instead times single calls, each after sleeping P ms, so that the pool's
-workers have gone to sleep: the cost of an isolated call.
+workers have gone to sleep: the cost of an isolated call in an idle program.
+``--busy-gap-ms G`` times single calls each after G ms of Python busy-work: an
+isolated call in a program that does something else in between. Either way
+every job is split (threshold 0), so this measures what the kernel's decision
+(``sk_pool.c``) avoids or uses.
 """
 
 from __future__ import annotations
@@ -21,7 +26,6 @@ import statistics
 import time
 
 import numpy as np
-from arrayselect.backends.numpy_backend import _select_kernel
 from arrayselect.backends.numpy_backend import kernel as numpy_kernel
 
 import arrayselect as asel
@@ -37,13 +41,26 @@ def main() -> None:
         default=0.0,
         help="sleep this long before each (single) timed call",
     )
+    parser.add_argument(
+        "--busy-gap-ms",
+        type=float,
+        default=0.0,
+        help="busy-wait this long in Python before each (single) timed call",
+    )
     args = parser.parse_args()
     pause = args.pause_ms / 1e3
+    busy_gap = args.busy_gap_ms / 1e3
     rng = np.random.default_rng(0)
     saved_threads = asel.get_num_threads()
     numpy_kernel.set_parallel_threshold(0)
-    _select_kernel.set_adaptive(False)  # measure threads as they are, no back-off
-    mode = f"single calls after a {args.pause_ms:g} ms pause" if pause else "back to back"
+    numpy_kernel.set_load_guard(False)  # measure threads as they are
+    mode = (
+        f"single calls after a {args.pause_ms:g} ms pause"
+        if pause
+        else f"single calls after {args.busy_gap_ms:g} ms of Python busy-work"
+        if busy_gap
+        else "back to back"
+    )
     print(f"# threads={args.threads}, repeats={args.repeats}, float32, {mode}, median per call")
     print(f"{'elements':>10}  {'1 thread':>11}  {args.threads} threads  {'speedup':>8}")
     faster: list[tuple[int, bool]] = []
@@ -53,16 +70,20 @@ def main() -> None:
             c = rng.random(n) < 0.5
             a = rng.random(n, dtype=np.float32)
             b = rng.random(n, dtype=np.float32)
-            number = 1 if pause else max(1, 2**16 // n * 4)
+            number = 1 if pause or busy_gap else max(1, 2**16 // n * 4)
             times: dict[int, list[float]] = {1: [], args.threads: []}
             for threads in times:
                 asel.set_num_threads(threads)
                 asel.select(c, a, b)
-            for _ in range(args.repeats):
-                for threads in times:
+            for repeat in range(args.repeats):
+                for threads in list(times)[:: 1 if repeat % 2 else -1]:  # alternate the order
                     asel.set_num_threads(threads)
                     if pause:
                         time.sleep(pause)
+                    if busy_gap:
+                        end = time.perf_counter() + busy_gap
+                        while time.perf_counter() < end:
+                            pass
                     start = time.perf_counter()
                     for _ in range(number):
                         asel.select(c, a, b)
@@ -76,7 +97,7 @@ def main() -> None:
     finally:
         asel.set_num_threads(saved_threads)
         numpy_kernel.set_parallel_threshold(None)
-        _select_kernel.set_adaptive(True)
+        numpy_kernel.set_load_guard(True)
     threshold = None
     for i, (n, _) in enumerate(faster):
         if all(ok for _, ok in faster[i:]):

@@ -6,7 +6,10 @@ show the ratio per pattern. Patterns are those of the kernel's targets:
 contiguous with a random cond at 10^6 and 10^7 float32, and at 10^7 output
 elements: a cond broadcast along the inner axis, then/else broadcast from
 (N, 1) and (1, M), all inputs transposed, all inputs step-2 slices. Plus the
-call overhead at 1 and 100 elements, ``out=`` and 1 vs all threads.
+call overhead at 1 and 100 elements, ``out=`` and 1 vs all threads; strided
+layouts (step-2 columns, reversed rows, transposes that do not merge) against
+``np.where`` and ``jax.jit(jnp.where)`` with the slicing inside the jitted
+function; and each instruction set the kernel's loops were compiled for.
 
 ``kernel_ratios.py`` next to this folder measures all targets in one run and
 prints the ratios; these classes are for tracking them over commits.
@@ -19,6 +22,14 @@ from typing import Any, ClassVar
 import numpy as np
 
 import arrayselect as asel
+
+try:
+    from asv_runner.benchmarks.mark import SkipNotImplemented
+except ImportError:  # asv < 0.6 or running a module by hand
+
+    class SkipNotImplemented(NotImplementedError):  # type: ignore[no-redef]
+        """Raised by ``setup`` to skip a parameter combination."""
+
 
 _RNG_SEED = 20240607
 
@@ -137,3 +148,90 @@ class Threads:
 
     def time_select(self, n: int, threads: int) -> None:
         asel.select(self.cond, self.then, self.else_)
+
+
+STRIDED_LAYOUTS = ["step2_columns", "reversed_rows", "then_transposed"]
+
+
+def _strided(layout: str) -> tuple[tuple[Any, ...], Any]:
+    """Full 1000 x 2000 arrays and the function that takes the views of a layout."""
+    rng = np.random.default_rng(_RNG_SEED)
+    c = rng.random((1000, 2000)) < 0.5
+    a = rng.random((1000, 2000), dtype=np.float32)
+    b = rng.random((1000, 2000), dtype=np.float32)
+    if layout == "step2_columns":
+        return (c, a, b), lambda c, a, b: (c[:, ::2], a[:, ::2], b[:, ::2])
+    if layout == "reversed_rows":
+        return (c, a, b), lambda c, a, b: (c[:, ::-1], a[:, ::-1], b[:, ::-1])
+    if layout == "then_transposed":
+        at = rng.random((2000, 1000), dtype=np.float32)
+        return (c, at, b), lambda c, a, b: (c, a.T, b)
+    raise ValueError(layout)
+
+
+class Strided:
+    """Strided views of 1000 x 2000 float32: select vs np.where (StridedJax: the JAX peer)."""
+
+    params: ClassVar[tuple[list[Any], ...]] = (STRIDED_LAYOUTS,)
+    param_names: ClassVar[list[str]] = ["layout"]
+
+    def setup(self, layout: str) -> None:
+        full, views = _strided(layout)
+        self.views = views(*full)
+        asel.select(*self.views)
+
+    def time_select(self, layout: str) -> None:
+        asel.select(*self.views)
+
+    def time_where(self, layout: str) -> None:
+        np.where(*self.views)
+
+
+class StridedJax:
+    """The same views for jax.jit(jnp.where), the slicing inside the jitted function."""
+
+    params: ClassVar[tuple[list[Any], ...]] = (STRIDED_LAYOUTS,)
+    param_names: ClassVar[list[str]] = ["layout"]
+
+    def setup(self, layout: str) -> None:
+        try:
+            import jax
+            import jax.numpy as jnp
+        except ImportError as exc:
+            raise SkipNotImplemented("JAX is not installed") from exc
+        full, views = _strided(layout)
+        self.jitted = jax.jit(lambda c, a, b: jnp.where(*views(c, a, b)))
+        self.on_device = [jax.device_put(x) for x in full]
+        self.jitted(*self.on_device).block_until_ready()
+
+    def time_jax_jit(self, layout: str) -> None:
+        self.jitted(*self.on_device).block_until_ready()
+
+
+class InstructionSets:
+    """The kernel's loops per instruction set (skipped where not compiled in or supported)."""
+
+    params: ClassVar[tuple[list[Any], ...]] = (
+        ["baseline", "avx2", "avx512"],
+        ["contiguous", "step2"],
+        [10**6, 10**7],
+    )
+    param_names: ClassVar[list[str]] = ["isa", "pattern", "n"]
+
+    def setup(self, isa: str, pattern: str, n: int) -> None:
+        from arrayselect.backends.numpy_backend import kernel
+
+        if isa not in kernel.isa_info()["usable"]:
+            raise SkipNotImplemented(f"{isa} loops not usable here")
+        self.kernel = kernel
+        self.previous = kernel.isa_info()["current"]
+        kernel.set_isa(isa)
+        self.cond, self.then, self.else_ = _inputs(pattern, n, "float32")
+        self.out = np.empty(n, np.float32)
+        asel.select(self.cond, self.then, self.else_, out=self.out)
+
+    def teardown(self, isa: str, pattern: str, n: int) -> None:
+        self.kernel.set_isa(self.previous)
+
+    def time_select_out(self, isa: str, pattern: str, n: int) -> None:
+        asel.select(self.cond, self.then, self.else_, out=self.out)

@@ -7,17 +7,22 @@ There is deliberately no pure-Python fallback: if the extension is missing,
 importing this module (and so ``arrayselect``) fails loudly instead of quietly
 running ``np.where``.
 
-Outputs of at least :func:`get_parallel_threshold` elements are split across a
-persistent pool of threads, as many as :func:`arrayselect.set_num_threads`
-allows. Outputs of 1 MiB or more are allocated through a small pool of freed
-blocks, bounded by :func:`arrayselect.set_pool_limit` and emptied by
-:func:`arrayselect.release_memory`. Those user settings live in the core
-(:func:`arrayselect.plugin.on_settings_change`); this module subscribes the kernel to them and
-offers what tests and benchmarks look at.
+Its loops are compiled for several instruction sets and the best one this CPU
+supports runs (:func:`isa_info`). Jobs that move enough bytes are split
+across a persistent pool of threads, as many as
+:func:`arrayselect.set_num_threads` allows and the other processes on the
+machine leave room for. Large outputs may come from a bounded pool of freed
+blocks (:func:`arrayselect.set_pool_limit`, :func:`arrayselect.release_memory`).
+Those user settings live in the core (:func:`arrayselect.plugin.on_settings_change`);
+this module subscribes the kernel to them and offers what tests and benchmarks
+look at.
 """
 
 from __future__ import annotations
 
+import importlib
+import os
+import sys
 from typing import Any
 
 from arrayselect.plugin import on_settings_change
@@ -27,44 +32,107 @@ from . import _select_kernel as _k
 __all__ = [
     "explain",
     "get_parallel_threshold",
+    "isa_info",
     "kernel_select",
     "kernel_stats",
     "pool_info",
+    "register_threadpoolctl",
+    "set_isa",
+    "set_load_guard",
     "set_parallel_threshold",
+    "shutdown_pool",
 ]
 
 #: ``kernel_select(cond, then, else_, out, out_shape, cond_dims, then_dims,
-#: else_dims)``: the compiled entry point; ``*_dims`` are the plan's
+#: else_dims[, max_threads])``: the compiled entry point; ``*_dims`` are the plan's
 #: :attr:`~arrayselect.plugin.SelectPlan.dims` (see the C source for the contract).
 kernel_select: Any = _k.select
 
 #: ``explain(...)`` with the arguments of :data:`kernel_select`: how the kernel
-#: would run the call (coalesced shape, strides, inner loop, threads), without
-#: running it. For tests and benchmarks.
+#: would run the call (coalesced shape, strides, inner loop and the instruction
+#: set it was compiled for, tiles, and the threads its cost earns while the
+#: workers are awake and the machine has room), without running it. For tests
+#: and benchmarks.
 explain: Any = _k.explain
 
 
 def get_parallel_threshold() -> int:
-    """Output size (in elements) from which the kernel splits work across threads.
+    """Size from which the kernel splits a job across threads.
 
     Returns
     -------
     int
-        The measured default unless :func:`set_parallel_threshold` changed it.
+        In float32 elements with a bool cond (13 bytes moved each); a job is
+        split when its loops move at least as many bytes, whatever its dtypes
+        and layout. The measured default unless :func:`set_parallel_threshold`
+        changed it.
     """
     return int(_k.get_parallel_min())
 
 
 def set_parallel_threshold(n: int | None) -> None:
-    """Set the output size (in elements) from which work is split across threads.
+    """Set the size from which jobs are split across threads.
 
     Parameters
     ----------
     n : int or None
-        A non-negative element count; ``None`` restores the measured default.
-        Meant for benchmarks that measure the threshold.
+        Float32 elements with a bool cond (see :func:`get_parallel_threshold`);
+        ``None`` restores the measured default. Meant for benchmarks and tests.
     """
     _k.set_parallel_min(int(_k.DEFAULT_PARALLEL_MIN) if n is None else int(n))
+
+
+def set_load_guard(on: bool) -> None:
+    """Whether the cores other processes keep busy limit the kernel's threads.
+
+    On by default (where ``/proc/stat`` exists): a job is given no more threads
+    than there are cores the rest of the machine leaves free, with hysteresis.
+    Benchmarks and tests that must see threads turn it off.
+    """
+    _k.set_load_guard(bool(on))
+
+
+def shutdown_pool() -> None:
+    """Stop and join the kernel's worker threads; the next large select starts them again.
+
+    Called automatically before ``os.fork()``, so that a process that forks
+    is single-threaded as far as the kernel is concerned.
+    """
+    _k.shutdown_pool()
+
+
+def isa_info() -> dict[str, Any]:
+    """The instruction sets of the kernel's loops.
+
+    The loops are compiled for the baseline of the build and, on x86-64 with
+    GCC or Clang, for AVX2 and AVX-512; the best one this CPU supports is used
+    unless ``ARRAYSELECT_CPU`` (``baseline``, ``avx2`` or ``avx512``, read at
+    import) or :func:`set_isa` asks for a lower one.
+
+    Returns
+    -------
+    dict
+        ``current`` (the instruction set in use), ``best`` (the best one this
+        CPU supports), ``usable`` and ``compiled`` (lists of names).
+    """
+    info: dict[str, Any] = _k.isa_info()
+    return info
+
+
+def set_isa(name: str) -> None:
+    """Use the loops compiled for ``name`` from the next call on (tests, benchmarks).
+
+    Parameters
+    ----------
+    name : str
+        ``"baseline"``, ``"avx2"`` or ``"avx512"``: one of ``isa_info()["usable"]``.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is unknown, not compiled in, or not supported by this CPU.
+    """
+    _k.set_isa(name)
 
 
 def kernel_stats() -> dict[str, int]:
@@ -74,11 +142,16 @@ def kernel_stats() -> dict[str, int]:
     -------
     dict
         ``calls`` (selects run by the kernel), ``threaded_calls`` (those split
-        across threads), ``backed_off_calls`` (large enough to split, but run on
-        the calling thread because threads recently did not pay: a busy
-        machine), ``temporary_calls`` (those computed into a temporary
-        because ``out`` partially overlapped an input), and the fast path's
-        ``hits`` and ``misses``.
+        across threads), ``guarded_calls`` (large enough to split, but given
+        fewer threads because other processes kept the cores busy),
+        ``cold_calls`` (large enough to split, but run on the calling thread
+        because the workers were asleep and the job too small to repay waking
+        them; the call wakes them for the next one),
+        ``temporary_calls`` (computed into a temporary because ``out``
+        partially overlapped an input), the fast path's ``hits`` and
+        ``misses``, and the room guard's state: ``load_guard`` (1 if on and
+        working here), ``others_busy_cores`` (smoothed), ``threads_allowed``,
+        ``room_samples`` and ``room_changes``.
     """
     stats: dict[str, int] = {**_k.stats(), **_k.fast_stats()}
     return stats
@@ -90,11 +163,63 @@ def pool_info() -> dict[str, int]:
     Returns
     -------
     dict
-        ``limit`` and ``cached_bytes`` (bytes), ``cached_blocks``, and ``hits`` /
-        ``misses`` (large outputs that did / did not reuse a block).
+        ``limit`` and ``cached_bytes`` (bytes), ``min_block`` (the smallest
+        output that goes through the pool, bytes), ``cached_blocks``, and
+        ``hits`` / ``misses`` (such outputs that did / did not reuse a block).
     """
     info: dict[str, int] = _k.pool_info()
     return info
 
 
+_threadpoolctl_registered = False
+
+
+def register_threadpoolctl() -> None:
+    """Let threadpoolctl see and limit the kernel's threads (``user_api="arrayselect"``).
+
+    threadpoolctl finds thread pools by the shared objects loaded in the
+    process and the controllers it knows; this registers one for the kernel.
+    ``threadpool_limits(1)`` then also limits the kernel, through
+    :func:`arrayselect.set_num_threads` (so :func:`arrayselect.get_num_threads`
+    agrees, and the limit counts as the user's choice). Called at import when
+    threadpoolctl is already imported; idempotent.
+
+    Raises
+    ------
+    ImportError
+        If threadpoolctl is not installed (it is optional).
+    """
+    global _threadpoolctl_registered
+    if _threadpoolctl_registered:
+        return
+    threadpoolctl = importlib.import_module("threadpoolctl")  # optional: not a dependency
+    base: Any = threadpoolctl.LibController
+
+    class ArraySelectController(base):  # type: ignore[misc]
+        user_api = "arrayselect"
+        internal_api = "arrayselect"
+        filename_prefixes = ("_select_kernel",)
+        check_symbols = ("arrayselect_get_num_threads", "arrayselect_set_num_threads")
+
+        def get_num_threads(self) -> int:
+            return int(self.dynlib.arrayselect_get_num_threads())
+
+        def set_num_threads(self, num_threads: int) -> None:
+            import arrayselect
+
+            arrayselect.set_num_threads(max(1, min(int(num_threads), 256)))
+
+        def get_version(self) -> str:
+            import arrayselect
+
+            return str(arrayselect.__version__)
+
+    threadpoolctl.register(ArraySelectController)
+    _threadpoolctl_registered = True
+
+
 on_settings_change(_k.set_num_threads, _k.set_pool_limit, _k.release_pool)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_k.shutdown_pool)
+if "threadpoolctl" in sys.modules:
+    register_threadpoolctl()

@@ -621,6 +621,18 @@ def _pyplot() -> Any:
     return importlib.import_module("matplotlib.pyplot")
 
 
+def print_kernel_info(echo: Callable[[str], None] = print) -> None:
+    """Say which instruction set the NumPy kernel's loops use, and its threads."""
+    from arrayselect._settings import get_num_threads
+    from arrayselect.backends.numpy_backend import kernel
+
+    info = kernel.isa_info()
+    echo(
+        f"numpy kernel: {info['current']} loops (compiled: {', '.join(info['compiled'])}; "
+        f"best on this CPU: {info['best']}), up to {get_num_threads()} threads"
+    )
+
+
 def main(quick: bool = False, png: str | None = None, echo: Callable[[str], None] = print) -> int:
     """Run the comparison, print the table, optionally write the chart; the exit status.
 
@@ -636,6 +648,7 @@ def main(quick: bool = False, png: str | None = None, echo: Callable[[str], None
     started = time.perf_counter()
     report = run_bench(quick=quick)
     echo(format_table(report))
+    print_kernel_info(echo)
     echo(f"bench{' --quick' if quick else ''}: {time.perf_counter() - started:.0f} s")
     if png is not None:
         write_png(report, png)

@@ -39,7 +39,9 @@ ENV_NUM_THREADS: Final = "ARRAYSELECT_NUM_THREADS"
 ENV_POOL_MB: Final = "ARRAYSELECT_POOL_MB"
 #: Largest thread count accepted.
 MAX_THREADS: Final = 256
-_DEFAULT_POOL_MB: Final = 256
+# Enough for a loop of selects at 10^7 float64 (80 MB outputs) to reuse its
+# output's memory; measured in docs/numpy_kernel.md.
+_DEFAULT_POOL_MB: Final = 128
 
 #: A kernel's subscription: ``num_threads(n)``, ``pool_limit(n_bytes)``, ``release()``.
 Listener = tuple[Callable[[int], object], Callable[[int], object], Callable[[], object]]
@@ -154,8 +156,10 @@ def set_pool_limit(n_bytes: int) -> None:
     """Set the most bytes of freed large outputs the kernels keep for reuse.
 
     A kept block serves the next output of exactly its size without the page
-    faults of fresh memory. The default is ``ARRAYSELECT_POOL_MB`` (MiB, read
-    at import), else 256 MiB.
+    faults of fresh memory (the NumPy kernel keeps outputs of 32 MiB or more,
+    the sizes glibc's malloc maps afresh every time). The default is
+    ``ARRAYSELECT_POOL_MB`` (MiB, read at import), else 128 MiB; kept blocks
+    stay allocated until :func:`release_memory` or a lower limit frees them.
 
     Parameters
     ----------
@@ -187,6 +191,9 @@ def get_pool_limit() -> int:
 
 def release_memory() -> None:
     """Free every output block the kernels keep for reuse (outputs in use are untouched).
+
+    Call it after a phase of large selects, to return the memory the pool
+    holds (at most :func:`get_pool_limit` bytes) to the system.
 
     Examples
     --------

@@ -1,0 +1,524 @@
+/*
+ * sk_fast.c: the plan cache behind fast_select, the lean call path for NumPy inputs.
+ *
+ * fast_select(cond, then, else_, auto_broadcast, axis, cond_broadcast, out) is
+ * the NumPy backend's fast path (arrayselect.plugin.FastPath), the C edition of
+ * the core's SignatureCache: it looks the call's signature up in a cache of
+ * what the core's validation decided (arrayselect.plugin.Decision), keyed on
+ * (which of then/else is a Python scalar, shapes, dtypes or scalar types,
+ * auto_broadcast, axis, cond_broadcast, out's shape and dtype). Entries are
+ * stored only by `remember`, which the Python miss handler calls after the
+ * core's validation has passed. On a hit only what depends on values is
+ * checked again, with what the core handed over: a Python scalar against the
+ * range the core derived (ScalarRange.admits: low <= value <= high, each part
+ * of a complex), and `out`'s memory through the core's check_out_layout. Any
+ * doubt goes to the general path, which raises the error. Calls this path does
+ * not know (subclasses, NumPy scalars, options of other types, two Python
+ * scalars) return NotImplemented. The cache is a direct-mapped table used with
+ * the GIL held.
+ */
+
+#include "sk_kernel.h"
+
+#define SK_CACHE_SLOTS 1024
+#define SK_CACHE_MAXDIM 16
+
+enum { SK_ARRAYS = 0, SK_THEN_SCALAR = 1, SK_ELSE_SCALAR = 2 };
+
+typedef struct {
+    int nd;
+    npy_intp dims[SK_CACHE_MAXDIM];
+} sk_shape;
+
+typedef struct {
+    /* key */
+    int combo;
+    int has_out;
+    Py_hash_t hash;
+    PyObject *ab, *cb;            /* exact str */
+    Py_ssize_t axis;
+    PyObject *ckey, *tkey, *ekey; /* dtypes, or Python scalar types (borrowed in a probe) */
+    PyObject *okey;               /* out's dtype, or NULL */
+    sk_shape shape[4];            /* cond, then, else (0-d for a scalar), out */
+} sk_key;
+
+/* A ScalarRange of the core: the values a scalar operand certainly may take. */
+typedef struct {
+    PyObject *low, *high; /* owned; exact ints or floats */
+    int as_float;         /* convert a Python int through a Python float */
+} sk_range;
+
+typedef struct {
+    int used;
+    sk_key key;           /* owns references to ab, cb, ckey, tkey, ekey, okey */
+    sk_shape out;
+    sk_dims dims[3];
+    PyArray_Descr *odt;   /* output dtype (owned) */
+    sk_range range;       /* of the scalar operand, if any */
+} sk_entry;
+
+static sk_entry sk_cache[SK_CACHE_SLOTS];
+static PyObject *sk_miss = NULL, *sk_general = NULL, *sk_check_out = NULL;
+static unsigned long long sk_fast_hits = 0, sk_fast_misses = 0;
+
+static inline Py_hash_t
+sk_mix(Py_hash_t h, Py_hash_t v)
+{
+    return (Py_hash_t)(((size_t)h ^ (size_t)v) * (size_t)1000003u + 0x9e3779b9u);
+}
+
+static int
+sk_scalar_type(PyObject *x)
+{
+    PyTypeObject *t = Py_TYPE(x);
+    return t == &PyBool_Type || t == &PyLong_Type || t == &PyFloat_Type ||
+           t == &PyComplex_Type;
+}
+
+/* Add an exact ndarray's shape to a key; 0 if it has too many dimensions. */
+static int
+sk_key_shape(PyArrayObject *x, sk_shape *S, Py_hash_t *h)
+{
+    const int nd = PyArray_NDIM(x);
+    if (nd > SK_CACHE_MAXDIM) {
+        return 0;
+    }
+    S->nd = nd;
+    for (int d = 0; d < nd; d++) {
+        S->dims[d] = PyArray_DIMS(x)[d];
+        *h = sk_mix(*h, (Py_hash_t)S->dims[d]);
+    }
+    return 1;
+}
+
+/*
+ * Fill a probe key from the call's objects (borrowed references). Returns 1 on
+ * success, 0 when the call is not for this path, -1 on error.
+ */
+static int
+sk_make_key(PyObject *cond, PyObject *then, PyObject *else_, PyObject *ab, PyObject *axis,
+            PyObject *cb, PyObject *out, sk_key *K)
+{
+    if (!PyArray_CheckExact(cond) || !PyUnicode_CheckExact(ab) || !PyUnicode_CheckExact(cb) ||
+        !PyLong_CheckExact(axis) || (out != Py_None && !PyArray_CheckExact(out))) {
+        return 0;
+    }
+    const int t_arr = PyArray_CheckExact(then), e_arr = PyArray_CheckExact(else_);
+    if (t_arr && e_arr) {
+        K->combo = SK_ARRAYS;
+    }
+    else if (e_arr && sk_scalar_type(then)) {
+        K->combo = SK_THEN_SCALAR;
+    }
+    else if (t_arr && sk_scalar_type(else_)) {
+        K->combo = SK_ELSE_SCALAR;
+    }
+    else {
+        return 0; /* two Python scalars (default dtypes) and anything else: general path */
+    }
+    int overflow = 0;
+    K->axis = (Py_ssize_t)PyLong_AsLongLongAndOverflow(axis, &overflow);
+    if (overflow || (K->axis == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return 0;
+    }
+    K->has_out = out != Py_None;
+    PyObject *ops[4] = {cond, then, else_, out};
+    PyObject **keys[4] = {&K->ckey, &K->tkey, &K->ekey, &K->okey};
+    Py_hash_t h = (Py_hash_t)K->combo * 31 + (Py_hash_t)K->axis * 7 + K->has_out;
+    Py_hash_t hs;
+    for (int k = 0; k < 4; k++) {
+        PyObject *x = ops[k];
+        PyObject *keyobj;
+        sk_shape *S = &K->shape[k];
+        if (k == 3 && !K->has_out) {
+            S->nd = 0;
+            K->okey = NULL;
+            continue;
+        }
+        if (PyArray_CheckExact(x)) {
+            if (!sk_key_shape((PyArrayObject *)x, S, &h)) {
+                return 0;
+            }
+            keyobj = (PyObject *)PyArray_DESCR((PyArrayObject *)x);
+        }
+        else {
+            S->nd = 0;
+            keyobj = (PyObject *)Py_TYPE(x);
+        }
+        h = sk_mix(h, (Py_hash_t)(S->nd + 101 * k));
+        if ((hs = PyObject_Hash(keyobj)) == -1) {
+            return -1;
+        }
+        h = sk_mix(h, hs);
+        *keys[k] = keyobj;
+    }
+    if ((hs = PyObject_Hash(ab)) == -1) {
+        return -1;
+    }
+    h = sk_mix(h, hs);
+    if ((hs = PyObject_Hash(cb)) == -1) {
+        return -1;
+    }
+    h = sk_mix(h, hs);
+    K->hash = h == -1 ? -2 : h;
+    K->ab = ab;
+    K->cb = cb;
+    return 1;
+}
+
+/* Equality of two keys' objects: identity, else value equality (dtypes, str). */
+static int
+sk_same(PyObject *x, PyObject *y)
+{
+    if (x == y) {
+        return 1;
+    }
+    if (x == NULL || y == NULL || PyType_Check(x) || PyType_Check(y)) {
+        return 0; /* Python scalar types compare by identity only */
+    }
+    return PyObject_RichCompareBool(x, y, Py_EQ);
+}
+
+/* 1: same key, 0: different, -1: error. */
+static int
+sk_key_equal(const sk_key *A, const sk_key *B)
+{
+    if (A->hash != B->hash || A->combo != B->combo || A->axis != B->axis ||
+        A->has_out != B->has_out) {
+        return 0;
+    }
+    for (int k = 0; k < 4; k++) {
+        if (A->shape[k].nd != B->shape[k].nd) {
+            return 0;
+        }
+        for (int d = 0; d < A->shape[k].nd; d++) {
+            if (A->shape[k].dims[d] != B->shape[k].dims[d]) {
+                return 0;
+            }
+        }
+    }
+    PyObject *as[6] = {A->ckey, A->tkey, A->ekey, A->okey, A->ab, A->cb};
+    PyObject *bs[6] = {B->ckey, B->tkey, B->ekey, B->okey, B->ab, B->cb};
+    for (int i = 0; i < 6; i++) {
+        int r = sk_same(as[i], bs[i]);
+        if (r != 1) {
+            return r;
+        }
+    }
+    return 1;
+}
+
+static void
+sk_entry_clear(sk_entry *E)
+{
+    if (!E->used) {
+        return;
+    }
+    E->used = 0;
+    Py_CLEAR(E->key.ab);
+    Py_CLEAR(E->key.cb);
+    Py_CLEAR(E->key.ckey);
+    Py_CLEAR(E->key.tkey);
+    Py_CLEAR(E->key.ekey);
+    Py_CLEAR(E->key.okey);
+    Py_CLEAR(E->odt);
+    Py_CLEAR(E->range.low);
+    Py_CLEAR(E->range.high);
+}
+
+/*
+ * ScalarRange.admits of the core, on the range it derived: low <= v <= high
+ * (each part of a complex). 0 sends the call to the general path, which
+ * applies the full rule (inf and nan fit floating dtypes, for example).
+ */
+static int
+sk_admits(const sk_range *R, PyObject *v)
+{
+    if (PyComplex_CheckExact(v) && PyFloat_CheckExact(R->low) && PyFloat_CheckExact(R->high)) {
+        const double lo = PyFloat_AS_DOUBLE(R->low), hi = PyFloat_AS_DOUBLE(R->high);
+        const Py_complex z = PyComplex_AsCComplex(v);
+        return lo <= z.real && z.real <= hi && lo <= z.imag && z.imag <= hi;
+    }
+    if (PyFloat_CheckExact(v) && PyFloat_CheckExact(R->low) && PyFloat_CheckExact(R->high)) {
+        const double x = PyFloat_AS_DOUBLE(v);
+        return PyFloat_AS_DOUBLE(R->low) <= x && x <= PyFloat_AS_DOUBLE(R->high);
+    }
+    if (PyComplex_CheckExact(v)) {
+        return 0;
+    }
+    int r = PyObject_RichCompareBool(R->low, v, Py_LE); /* exact int/float comparison */
+    if (r == 1) {
+        r = PyObject_RichCompareBool(v, R->high, Py_LE);
+    }
+    if (r < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    return r;
+}
+
+static int
+sk_shape_from_tuple(PyObject *t, sk_shape *S)
+{
+    npy_intp dims[SK_MAXDIMS];
+    int nd;
+    if (sk_parse_shape(t, "shape", &nd, dims) < 0) {
+        return -1;
+    }
+    if (nd > SK_CACHE_MAXDIM) {
+        return 0;
+    }
+    S->nd = nd;
+    memcpy(S->dims, dims, sizeof(npy_intp) * (size_t)nd);
+    return 1;
+}
+
+/*
+ * remember(cond, then, else_, auto_broadcast, axis, cond_broadcast, out,
+ *          out_shape, cond_dims, then_dims, else_dims, out_dtype, scalar_range)
+ *
+ * Store what the core decided for a call it has just validated: the plan
+ * (out_shape, each input's dims), the output dtype and, when then or else is a
+ * Python scalar, its range as (low, high, as_float). Returns whether it was
+ * stored.
+ */
+PyObject *
+sk_remember(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
+{
+    static const char *names[3] = {"cond", "then", "else"};
+    sk_key K;
+    sk_entry E;
+    if (nargs != 13) {
+        PyErr_SetString(PyExc_TypeError, "remember() takes exactly 13 arguments");
+        return NULL;
+    }
+    int r = sk_make_key(args[0], args[1], args[2], args[3], args[4], args[5], args[6], &K);
+    if (r <= 0) {
+        if (r == 0) {
+            Py_RETURN_FALSE;
+        }
+        return NULL;
+    }
+    if (!PyArray_DescrCheck(args[11])) {
+        PyErr_SetString(PyExc_TypeError, "out_dtype must be a numpy.dtype");
+        return NULL;
+    }
+    memset(&E, 0, sizeof(E));
+    E.key = K;
+    if ((r = sk_shape_from_tuple(args[7], &E.out)) <= 0) {
+        if (r == 0) {
+            Py_RETURN_FALSE;
+        }
+        return NULL;
+    }
+    for (int k = 0; k < 3; k++) {
+        if (args[8 + k] == Py_None ||
+            sk_parse_dims(args[8 + k], names[k], E.out.nd, &E.dims[k]) < 0) {
+            if (!PyErr_Occurred()) {
+                PyErr_SetString(PyExc_TypeError, "remember(): dims must be tuples");
+            }
+            return NULL;
+        }
+    }
+    PyObject *range = args[12];
+    if ((K.combo == SK_ARRAYS) != (range == Py_None)) {
+        PyErr_SetString(PyExc_TypeError, "remember(): a scalar operand needs its range");
+        return NULL;
+    }
+    if (range != Py_None) {
+        if (!PyTuple_Check(range) || PyTuple_GET_SIZE(range) != 3) {
+            PyErr_SetString(PyExc_TypeError, "remember(): range must be (low, high, as_float)");
+            return NULL;
+        }
+        int as_float = PyObject_IsTrue(PyTuple_GET_ITEM(range, 2));
+        if (as_float < 0) {
+            return NULL;
+        }
+        E.range.low = PyTuple_GET_ITEM(range, 0);
+        E.range.high = PyTuple_GET_ITEM(range, 1);
+        E.range.as_float = as_float;
+    }
+    /* Own every reference the entry keeps. */
+    Py_INCREF(K.ab);
+    Py_INCREF(K.cb);
+    Py_INCREF(K.ckey);
+    Py_INCREF(K.tkey);
+    Py_INCREF(K.ekey);
+    Py_XINCREF(K.okey);
+    Py_XINCREF(E.range.low);
+    Py_XINCREF(E.range.high);
+    E.odt = (PyArray_Descr *)args[11];
+    Py_INCREF(E.odt);
+    E.used = 1;
+    sk_entry *slot = &sk_cache[(size_t)K.hash % SK_CACHE_SLOTS];
+    sk_entry old = *slot;
+    *slot = E;
+    sk_entry_clear(&old); /* after the slot is consistent: decrefs may run code */
+    Py_RETURN_TRUE;
+}
+
+/* Forget every entry (tests, and a kernel whose decisions must be re-made). */
+PyObject *
+sk_clear_cache(PyObject *NPY_UNUSED(self), PyObject *NPY_UNUSED(args))
+{
+    for (int i = 0; i < SK_CACHE_SLOTS; i++) {
+        sk_entry old = sk_cache[i];
+        sk_cache[i].used = 0;
+        sk_entry_clear(&old);
+    }
+    Py_RETURN_NONE;
+}
+
+/*
+ * configure(miss, general, check_out)
+ *
+ * miss and general take the 7 arguments of fast_select (miss validates, runs
+ * and remembers; general runs the general path); check_out(out) is the core's
+ * check of out's memory (raises when out is read-only or overlaps itself).
+ */
+PyObject *
+sk_configure(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "configure() takes exactly 3 arguments");
+        return NULL;
+    }
+    PyObject **slots[3] = {&sk_miss, &sk_general, &sk_check_out};
+    for (int i = 0; i < 3; i++) {
+        if (!PyCallable_Check(args[i])) {
+            PyErr_SetString(PyExc_TypeError, "configure(): arguments must be callables");
+            return NULL;
+        }
+    }
+    for (int i = 0; i < 3; i++) {
+        Py_INCREF(args[i]);
+        Py_XSETREF(*slots[i], args[i]);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+sk_call7(PyObject *fn, PyObject *const *args)
+{
+    return PyObject_Vectorcall(fn, args, 7, NULL);
+}
+
+/* Pack a Python scalar into `buf` as `descr` (what np.asarray(value, dtype) does). */
+typedef union {
+    long double ld[4];
+    uint64_t u[8];
+    char bytes[64];
+} sk_scalar_buf;
+
+PyObject *
+sk_fast_select(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
+{
+    static const char *names[3] = {"cond", "then", "else"};
+    sk_key K;
+    npy_intp strides[4][SK_MAXDIMS];
+    char *data[3];
+    sk_scalar_buf buf;
+
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "fast_select() takes exactly 7 arguments");
+        return NULL;
+    }
+    if (sk_miss == NULL) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    PyObject *cond = args[0], *then = args[1], *else_ = args[2], *out = args[6];
+    int r = sk_make_key(cond, then, else_, args[3], args[4], args[5], out, &K);
+    if (r <= 0) {
+        if (r == 0) {
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+        return NULL;
+    }
+    sk_entry *E = &sk_cache[(size_t)K.hash % SK_CACHE_SLOTS];
+    r = E->used ? sk_key_equal(&E->key, &K) : 0;
+    if (r <= 0) {
+        if (r < 0) {
+            return NULL;
+        }
+        sk_fast_misses++;
+        return sk_call7(sk_miss, args);
+    }
+
+    /* A hit: re-check what depends on values, with what the core handed over. */
+    PyObject *scalar = K.combo == SK_THEN_SCALAR ? then : K.combo == SK_ELSE_SCALAR ? else_ : NULL;
+    if (scalar != NULL && !sk_admits(&E->range, scalar)) {
+        return sk_call7(sk_general, args);
+    }
+    if (out != Py_None) {
+        PyObject *ok = PyObject_CallOneArg(sk_check_out, out);
+        if (ok == NULL) {
+            PyErr_Clear(); /* the general path raises it again, in its order */
+            return sk_call7(sk_general, args);
+        }
+        Py_DECREF(ok);
+        /* the check ran Python code: the slot may have been replaced meanwhile */
+        if (!E->used || sk_key_equal(&E->key, &K) != 1) {
+            PyErr_Clear();
+            return sk_call7(sk_general, args);
+        }
+    }
+    sk_fast_hits++;
+
+    /* Keep what the entry lends alive: packing a scalar may run Python code. */
+    PyArray_Descr *descr = E->odt;
+    Py_INCREF(descr);
+    const sk_shape out_shape = E->out;
+    const sk_dims dims[3] = {E->dims[0], E->dims[1], E->dims[2]};
+    const int as_float = E->range.as_float;
+    PyObject *ops[3] = {cond, then, else_};
+    PyObject *result = NULL;
+    for (int k = 0; k < 3; k++) {
+        if (PyArray_CheckExact(ops[k])) {
+            PyArrayObject *arr = (PyArrayObject *)ops[k];
+            if (sk_place(PyArray_NDIM(arr), PyArray_DIMS(arr), PyArray_STRIDES(arr), &dims[k],
+                         out_shape.nd, out_shape.dims, names[k], strides[k]) < 0) {
+                goto done;
+            }
+            data[k] = PyArray_BYTES(arr);
+            continue;
+        }
+        if (descr->elsize > (npy_intp)sizeof(sk_scalar_buf)) {
+            result = sk_call7(sk_general, args);
+            goto done;
+        }
+        memset(buf.bytes, 0, sizeof(sk_scalar_buf));
+        /* ScalarRange.prepare: an int taking a floating dtype goes through a float. */
+        PyObject *value = ops[k];
+        const int via_float = as_float && PyLong_CheckExact(value);
+        if (via_float && (value = PyNumber_Float(value)) == NULL) {
+            goto done;
+        }
+        const int packed = PyArray_Pack(descr, buf.bytes, value);
+        if (via_float) {
+            Py_DECREF(value);
+        }
+        if (packed < 0) {
+            goto done;
+        }
+        for (int d = 0; d < out_shape.nd; d++) {
+            strides[k][d] = 0;
+        }
+        data[k] = buf.bytes;
+    }
+    if (sk_check_dtypes(descr, PyArray_DESCR((PyArrayObject *)cond)) < 0) {
+        goto done;
+    }
+    result = sk_core(descr, PyArray_ITEMSIZE((PyArrayObject *)cond), strides, data,
+                     out == Py_None ? NULL : (PyArrayObject *)out, out_shape.nd, out_shape.dims,
+                     0, 0);
+done:
+    Py_DECREF(descr);
+    return result;
+}
+
+PyObject *
+sk_fast_stats(PyObject *NPY_UNUSED(self), PyObject *NPY_UNUSED(args))
+{
+    return Py_BuildValue("{s:K,s:K}", "hits", sk_fast_hits, "misses", sk_fast_misses);
+}

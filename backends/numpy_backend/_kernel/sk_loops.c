@@ -1,0 +1,341 @@
+/*
+ * sk_loops.c: the inner loops of the Select kernel, and the choice of the
+ * instruction set they run with.
+ *
+ * Values are moved as raw bits, so one loop per item size (1, 2, 4, 8, 16 and
+ * 32 bytes; any other size, or misaligned data, through a generic byte loop)
+ * serves every dtype. cond is tested as "nonzero is true" at its own width
+ * (1, 2, 4 or 8 bytes) inside the loop: an integer mask costs no conversion
+ * pass.
+ *
+ * The typed loops (sk_loops_typed.h, gathered by sk_loops_isa.h) are compiled
+ * several times in this file: for the baseline instruction set of the build
+ * (SSE2 on x86-64, NEON on aarch64) and, on x86-64 with GCC or Clang, again
+ * for AVX2 and for AVX-512 through __attribute__((target)), as NumPy's own
+ * dispatch does. No per-file compiler flag is needed, and where the guard is
+ * false (other architectures, MSVC, SK_NO_DISPATCH) only the baseline copy
+ * exists. The best copy the CPU and the OS support is chosen once, at import
+ * (cpuid via __builtin_cpu_supports, which also checks that the OS saves the
+ * AVX/AVX-512 registers); ARRAYSELECT_CPU or set_isa() may lower it.
+ */
+#include "sk_kernel.h"
+
+#if defined(__GNUC__) || defined(__clang__)
+#define SK_RESTRICT __restrict__
+#define SK_HAVE_VECTOR_EXT 1
+#elif defined(_MSC_VER)
+#define SK_RESTRICT __restrict
+#define SK_HAVE_VECTOR_EXT 0
+#else
+#define SK_RESTRICT
+#define SK_HAVE_VECTOR_EXT 0
+#endif
+
+#if defined(__x86_64__) && !defined(_MSC_VER) && (defined(__GNUC__) || defined(__clang__)) && \
+    !defined(SK_NO_DISPATCH)
+#define SK_X86_DISPATCH 1
+#else
+#define SK_X86_DISPATCH 0
+#endif
+
+#define SK_CAT_(a, b) a##_##b
+#define SK_CAT(a, b) SK_CAT_(a, b)
+#define SK_STR_(x) #x
+#define SK_STR(x) SK_STR_(x)
+
+/*
+ * The elements a contiguous loop runs one by one before the output reaches an
+ * `align`-byte boundary. With 32- and 64-byte vectors, an output 16 bytes past
+ * a cache line (where malloc puts NumPy's large arrays) splits every other
+ * vector store across two lines; peeling to the boundary first pays while the
+ * operands are in cache and costs nothing when they stream from memory
+ * (docs/numpy_kernel.md). The baseline's 16-byte vectors do not need it.
+ */
+static inline npy_intp
+sk_head(const void *o, npy_intp n, size_t size, size_t align)
+{
+    if (align == 0) {
+        return 0;
+    }
+    const npy_intp head = (npy_intp)((((uintptr_t)0 - (uintptr_t)o) & (align - 1)) / size);
+    return head < n ? head : n;
+}
+
+/*
+ * Bytes per buffer of the buffered strided loops: four buffers (cond, then,
+ * else, out) stay in a 32 KiB L1 data cache.
+ */
+#ifndef SK_BUFFER_BYTES
+#define SK_BUFFER_BYTES 8192
+#endif
+
+/* for (i = 0; i < n; i++) BODY, in two runs: up to the aligned output, then the rest. */
+#define SK_ALIGNED_FOR(i, n, o, ...)                                                          \
+    {                                                                                         \
+        npy_intp i = 0;                                                                       \
+        const npy_intp head_ = sk_head((o), (n), sizeof(*(o)), SK_ALIGN);                     \
+        for (; i < head_; i++) {                                                              \
+            __VA_ARGS__                                                                       \
+        }                                                                                     \
+        for (; i < (n); i++) {                                                                \
+            __VA_ARGS__                                                                       \
+        }                                                                                     \
+    }
+
+/* One element of L 8-byte lanes (item sizes 16 and 32): out = nz ? a : b. */
+static inline void
+sk_wide_select(int L, int nz, const char *a, const char *b, char *o)
+{
+    const uint64_t m = (uint64_t)0 - (uint64_t)(nz != 0);
+#if SK_HAVE_VECTOR_EXT
+    typedef uint64_t sk_v2 __attribute__((vector_size(16)));
+    const sk_v2 mv = {m, m};
+    for (int l = 0; l < L / 2; l++) {
+        sk_v2 x, y, r;
+        memcpy(&x, a + 16 * l, 16);
+        memcpy(&y, b + 16 * l, 16);
+        r = (x & mv) | (y & ~mv);
+        memcpy(o + 16 * l, &r, 16);
+    }
+#else
+    for (int l = 0; l < L; l++) {
+        uint64_t x, y, r;
+        memcpy(&x, a + 8 * l, 8);
+        memcpy(&y, b + 8 * l, 8);
+        r = (x & m) | (y & ~m);
+        memcpy(o + 8 * l, &r, 8);
+    }
+#endif
+}
+
+/* The baseline copy: the flags of the build. */
+#define SK_ISA baseline
+#define SK_TARGET
+#define SK_ALIGN 0
+#include "sk_loops_isa.h"
+#undef SK_ISA
+#undef SK_TARGET
+#undef SK_ALIGN
+
+#if SK_X86_DISPATCH
+#define SK_ISA avx2
+#define SK_TARGET __attribute__((target("avx2")))
+#define SK_ALIGN 32
+#include "sk_loops_isa.h"
+#undef SK_ISA
+#undef SK_TARGET
+#undef SK_ALIGN
+
+/*
+ * AVX-512 F/BW/VL/DQ/CD (x86-64-v4) with 512-bit vectors: GCC otherwise tunes
+ * some AVX-512 CPUs for 256-bit ones. These loops are loads, blends and stores
+ * only, the instructions that run at full width without lowering the clock.
+ */
+#define SK_ISA avx512
+#if defined(__clang__)
+#define SK_TARGET                                                                             \
+    __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512cd"), min_vector_width(512)))
+#else
+#define SK_TARGET                                                                             \
+    __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512cd,prefer-vector-width=512")))
+#endif
+#define SK_ALIGN 64
+#include "sk_loops_isa.h"
+#undef SK_ISA
+#undef SK_TARGET
+#undef SK_ALIGN
+#endif /* SK_X86_DISPATCH */
+
+static const char *const sk_isa_names[SK_ISA_COUNT] = {"baseline", "avx2", "avx512"};
+
+const sk_loop_table *
+sk_loops_compiled(int isa)
+{
+    switch (isa) {
+        case SK_ISA_BASELINE: return &sk_table_baseline;
+#if SK_X86_DISPATCH
+        case SK_ISA_AVX2: return &sk_table_avx2;
+        case SK_ISA_AVX512: return &sk_table_avx512;
+#endif
+        default: return NULL;
+    }
+}
+
+int
+sk_isa_supported(void)
+{
+#if SK_X86_DISPATCH
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+        __builtin_cpu_supports("avx512cd")) {
+        return SK_ISA_AVX512;
+    }
+    if (__builtin_cpu_supports("avx2")) {
+        return SK_ISA_AVX2;
+    }
+#endif
+    return SK_ISA_BASELINE;
+}
+
+int
+sk_isa_from_name(const char *name)
+{
+    for (int i = 0; i < SK_ISA_COUNT; i++) {
+        if (strcmp(name, sk_isa_names[i]) == 0) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+const char *
+sk_isa_name(int isa)
+{
+    return isa >= 0 && isa < SK_ISA_COUNT ? sk_isa_names[isa] : "?";
+}
+
+/* The loops new calls use; plans store no loops, so a change applies to the next call. */
+#if defined(__GNUC__) || defined(__clang__)
+#define SK_LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define SK_STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+#else
+#define SK_LOAD(x) (x)
+#define SK_STORE(x, v) ((x) = (v))
+#endif
+static const sk_loop_table *sk_current = &sk_table_baseline;
+static int sk_current_isa = SK_ISA_BASELINE;
+
+const sk_loop_table *
+sk_loops_current(void)
+{
+    return SK_LOAD(sk_current);
+}
+
+int
+sk_isa_current(void)
+{
+    return SK_LOAD(sk_current_isa);
+}
+
+int
+sk_isa_use(int isa)
+{
+    if (isa < 0 || isa > sk_isa_supported() || sk_loops_compiled(isa) == NULL) {
+        return -1;
+    }
+    SK_STORE(sk_current_isa, isa);
+    SK_STORE(sk_current, sk_loops_compiled(isa));
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Loops for any item size (one copy: they move bytes with memmove)         */
+/* ------------------------------------------------------------------------ */
+
+/* "nonzero" of one cond element of size csz (1, 2, 4 or 8), any alignment. */
+static inline int
+sk_nonzero(const char *c, int csz)
+{
+    switch (csz) {
+        case 1: return c[0] != 0;
+        case 2: { uint16_t v; memcpy(&v, c, 2); return v != 0; }
+        case 4: { uint32_t v; memcpy(&v, c, 4); return v != 0; }
+        default: { uint64_t v; memcpy(&v, c, 8); return v != 0; }
+    }
+}
+
+/* Branchless pointer select: nz ? a : b without a jump. */
+static inline const char *
+sk_psel(int nz, const char *a, const char *b)
+{
+    const uintptr_t m = (uintptr_t)0 - (uintptr_t)(nz != 0);
+    return (const char *)(((uintptr_t)a & m) | ((uintptr_t)b & ~m));
+}
+
+/*
+ * Generic loop: any item size, any alignment, any strides, any aliasing.
+ * The cond size travels in the upper bits of isz (see sk_pick_loop).
+ */
+void
+sk_generic_loop(npy_intp n, const char *c, npy_intp cs, const char *a, npy_intp as,
+             const char *b, npy_intp bs, char *o, npy_intp os, npy_intp packed)
+{
+    const npy_intp isz = packed >> 4;
+    const int csz = (int)(packed & 15);
+    for (npy_intp i = 0; i < n; i++) {
+        const char *src = sk_psel(sk_nonzero(c, csz), a, b);
+        if (src != o) {
+            memmove(o, src, (size_t)isz);
+        }
+        c += cs; a += as; b += bs; o += os;
+    }
+}
+
+/* Copy n elements (block copy for a cond broadcast along the inner axis). */
+static void
+sk_copy(npy_intp n, const char *src, npy_intp ss, char *o, npy_intp os, npy_intp isz)
+{
+    if (src == o && ss == os) {
+        return; /* in place: nothing to do */
+    }
+    if (ss == isz && os == isz) {
+        memmove(o, src, (size_t)(n * isz));
+        return;
+    }
+    switch (isz) {
+#define SK_COPY_CASE(SZ, T)                                          \
+        case SZ:                                                     \
+            if ((((uintptr_t)src | (uintptr_t)o | (uintptr_t)ss |    \
+                  (uintptr_t)os) & (SZ - 1)) == 0) {                 \
+                for (npy_intp i = 0; i < n; i++) {                   \
+                    *(T *)o = *(const T *)src;                       \
+                    src += ss; o += os;                              \
+                }                                                    \
+                return;                                              \
+            }                                                        \
+            break;
+        SK_COPY_CASE(1, uint8_t)
+        SK_COPY_CASE(2, uint16_t)
+        SK_COPY_CASE(4, uint32_t)
+        SK_COPY_CASE(8, uint64_t)
+#undef SK_COPY_CASE
+        default:
+            break;
+    }
+    for (npy_intp i = 0; i < n; i++) {
+        memmove(o, src, (size_t)isz);
+        src += ss; o += os;
+    }
+}
+
+/* cond stride 0 along the inner axis: one test, then a row copy. */
+void
+sk_block_loop(npy_intp n, const char *c, npy_intp cs, const char *a, npy_intp as,
+           const char *b, npy_intp bs, char *o, npy_intp os, npy_intp packed)
+{
+    const npy_intp isz = packed >> 4;
+    const int csz = (int)(packed & 15);
+    const int nz = sk_nonzero(c, csz);
+    (void)cs;
+    sk_copy(n, nz ? a : b, nz ? as : bs, o, os, isz);
+}
+
+const char *const sk_kind_names[SK_NKINDS] = {
+    "contiguous", "contiguous-then-scalar", "contiguous-else-scalar", "contiguous-both-scalar",
+    "in-place-then", "in-place-else", "strided", "strided-buffered",
+};
+
+int
+sk_size_index(npy_intp size)
+{
+    switch (size) {
+        case 1: return 0;
+        case 2: return 1;
+        case 4: return 2;
+        case 8: return 3;
+        case 16: return 4;
+        case 32: return 5;
+        default: return -1;
+    }
+}

@@ -154,7 +154,8 @@ def test_torch_compile_target_compiles_each_case_afresh() -> None:
     pytest.importorskip("torch")
     target = _bench.Target(adapters.get("torch-cpu"), torch_compile=True)
     cases = [_bench.BenchCase("same", size) for size in range(10, 20)]
-    report = _bench.run_bench(cases, quick=True, targets=[target], progress=None, timing=(0.0001, 1))
-    assert [row.status for row in report.rows] == ["ok"] * len(cases), [
-        row.detail for row in report.rows
-    ]
+    report = _bench.run_bench(
+        cases, quick=True, targets=[target], progress=None, timing=(0.0001, 1)
+    )
+    details = [row.detail for row in report.rows]
+    assert [row.status for row in report.rows] == ["ok"] * len(cases), details

@@ -56,6 +56,7 @@ from typing import Any
 
 import numpy as np
 from arrayselect.backends.numpy_backend import kernel as numpy_kernel
+from machine_state import load_average
 
 import arrayselect as asel
 
@@ -128,14 +129,6 @@ def compare_cold(
         tw.append(_median_time(where, 1))
         ts.append(_median_time(select, 1))
     return statistics.median(tw), statistics.median(ts)
-
-
-def _loadavg() -> str:
-    try:
-        with open("/proc/loadavg") as f:
-            return " ".join(f.read().split()[:3])
-    except OSError:
-        return "?"
 
 
 def copy_bandwidth(repeats: int) -> tuple[float, float]:
@@ -308,7 +301,7 @@ def main() -> None:
         f"loops {numpy_kernel.isa_info()['current']} (usable: "
         f"{', '.join(numpy_kernel.isa_info()['usable'])}), load guard "
         f"{'on' if numpy_kernel.kernel_stats()['load_guard'] else 'off'}, "
-        f"repeats={repeats}, load average {_loadavg()}",
+        f"repeats={repeats}, load average {load_average()}",
         flush=True,
     )
 
@@ -420,7 +413,7 @@ def main() -> None:
         print(f"{name:<{width}}  {fmt(tw):>11}  {fmt(ts):>11}  {text}{mark}")
     stats = numpy_kernel.kernel_stats()
     print(
-        f"# load average at the end {_loadavg()}; kernel: {stats['threaded_calls']} of "
+        f"# load average at the end {load_average()}; kernel: {stats['threaded_calls']} of "
         f"{stats['calls']} calls threaded, {stats['guarded_calls']} given fewer threads by the "
         f"load guard (others busy: {stats['others_busy_cores']:.2f} cores)"
     )

@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 from arrayselect.backends.numpy_backend import _select_kernel
+from machine_state import load_average
 
 import arrayselect as asel
 
@@ -57,14 +58,6 @@ def _load(spec: str) -> tuple[str, ModuleType]:
     module = importlib.util.module_from_spec(found)
     found.loader.exec_module(module)
     return name, module
-
-
-def _loadavg() -> str:
-    try:
-        with open("/proc/loadavg") as f:
-            return " ".join(f.read().split()[:3])
-    except OSError:
-        return "?"
 
 
 def _percentiles(values: list[float], qs: tuple[float, ...]) -> list[float]:
@@ -97,7 +90,7 @@ def main() -> None:
         competitor = "python -c 'while True: pass' on the last core" if busy else "none"
         print(
             f"# repeats={args.repeats}, competitor: {competitor}, threads={threads}, "
-            f"load average {_loadavg()}",
+            f"load average {load_average()}",
             flush=True,
         )
         rng = np.random.default_rng(0)
@@ -131,7 +124,7 @@ def main() -> None:
                     modes[name].append(threaded)
                     per_repeat[name].append(sum(times) / number)
                     per_call[name] += times
-            print(f"\n{n:.0e} float32, {number} calls per repeat, load average {_loadavg()}")
+            print(f"\n{n:.0e} float32, {number} calls per repeat, load average {load_average()}")
             print(
                 f"  {'contender':<30} {'median':>8} {'IQR':>20} {'IQR/med':>8} | per call:"
                 f" {'p25':>7} {'p50':>7} {'p75':>7} {'p90':>7} (ms) | threaded  switches"
@@ -153,7 +146,7 @@ def main() -> None:
                 )
         for name, module in kernels:
             print(f"# {name}: stats {module.stats()}")
-        print(f"# load average at the end {_loadavg()}")
+        print(f"# load average at the end {load_average()}")
     finally:
         if busy is not None:
             busy.kill()

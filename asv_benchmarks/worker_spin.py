@@ -20,14 +20,7 @@ import time
 
 import numpy as np
 from arrayselect.backends.numpy_backend import _select_kernel as kernel
-
-
-def _loadavg() -> str:
-    try:
-        with open("/proc/loadavg") as f:
-            return " ".join(f.read().split()[:3])
-    except OSError:
-        return "?"
+from machine_state import load_average
 
 
 def _busy(seconds: float) -> None:
@@ -51,7 +44,8 @@ def main() -> None:
     contenders = [("1 thread", 1, 50.0), ("spin 0", 2, 0.0), ("spin 50", 2, 50.0)]
     contenders.append(("spin 200", 2, 200.0))
     print(
-        f"# repeats={args.repeats}, load average {_loadavg()}, loops {kernel.isa_info()['current']}"
+        f"# repeats={args.repeats}, load average {load_average()}, "
+        f"loops {kernel.isa_info()['current']}"
     )
     print(
         f"{'gap us':>6} {'elements':>8} {'contender':>10} {'median us':>10} {'IQR us':>18}"
@@ -117,7 +111,7 @@ def main() -> None:
         kernel.set_num_threads(saved[0])
         kernel.set_parallel_min(saved[1])
         kernel.set_load_guard(True)
-    print(f"# load average at the end {_loadavg()}")
+    print(f"# load average at the end {load_average()}")
 
 
 if __name__ == "__main__":

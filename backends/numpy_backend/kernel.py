@@ -25,7 +25,7 @@ import os
 import sys
 from typing import Any
 
-from arrayselect.plugin import on_settings_change
+from arrayselect.plugin import MAX_THREADS, on_settings_change
 
 from . import _select_kernel as _k
 
@@ -207,7 +207,7 @@ def register_threadpoolctl() -> None:
         def set_num_threads(self, num_threads: int) -> None:
             import arrayselect
 
-            arrayselect.set_num_threads(max(1, min(int(num_threads), 256)))
+            arrayselect.set_num_threads(max(1, min(int(num_threads), MAX_THREADS)))
 
         def get_version(self) -> str:
             import arrayselect

@@ -57,7 +57,7 @@ from arrayselect._registry import (
     register_backend,
 )
 from arrayselect._select import Validated, select_general, select_positional, validate
-from arrayselect._settings import get_num_threads, num_threads_chosen
+from arrayselect._settings import MAX_THREADS, get_num_threads, num_threads_chosen
 from arrayselect._settings import on_change as on_settings_change
 from arrayselect._shapes import SelectPlan, Shape, make_plan, same_dim
 from arrayselect._validate import (
@@ -77,6 +77,7 @@ __all__ = [
     "Decision",
     "DtypeKind",
     "FastPath",
+    "MAX_THREADS",
     "NumpyDtypes",
     "OutLayout",
     "Run",

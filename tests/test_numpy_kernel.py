@@ -613,6 +613,17 @@ def test_out_partial_overlap_uses_a_temporary() -> None:
     np.testing.assert_array_equal(out, expected_i)
 
 
+def test_raw_entry_refuses_an_out_of_references() -> None:
+    """The kernel writes raw bits: an object-dtype ``out`` of the right item size would
+    get integers for pointers (a crash at its deallocation). The public API refuses it
+    by dtype before; the raw entry checks it too, as it checks all that the loops need."""
+    values = np.full(4, 0x4141, np.int64)
+    out = np.full(4, None, object)
+    with pytest.raises(TypeError, match="references"):
+        K.select(np.ones(4, bool), values, values, out, (4,), None, None, None)
+    assert all(x is None for x in out)
+
+
 def test_out_errors_identical_on_hits() -> None:
     c = random_cond((4,))
     a = np.arange(4.0)

@@ -305,3 +305,53 @@ def test_threadpoolctl_sees_and_limits_the_kernel() -> None:
     with threadpoolctl.threadpool_limits(limits=1, user_api="arrayselect"):
         assert K.get_num_threads() == 1
     assert K.get_num_threads() == 2
+
+
+def test_items_larger_than_a_chunk_still_split() -> None:
+    """A job whose every element moves more than the largest chunk (1 MiB) is split in
+    chunks of whole elements, not of none (whose claiming never ended). Only the raw
+    entry takes such dtypes; then/else overlap in one buffer, and nothing runs."""
+    asel.set_num_threads(2)
+    numpy_kernel.set_load_guard(False)
+    size, n = 360_000, 4096
+    base = np.arange(2 * size, dtype=np.uint8)
+    view = np.ndarray((n,), np.dtype(f"V{size}"), buffer=base, strides=(1,))
+    c = np.arange(n) % 2 == 0
+    plan = numpy_kernel.explain(c, view, view, None, (n,), None, None, None)
+    assert plan["threads"] == 2
+    assert 1 <= plan["chunk"] < n
+
+
+def test_chunks_of_an_ordinary_job() -> None:
+    asel.set_num_threads(2)
+    numpy_kernel.set_load_guard(False)
+    n = 10**6
+    c = RNG.random(n) < 0.5
+    a = RNG.random(n, dtype=np.float32)
+    plan = numpy_kernel.explain(c, a, a, None, (n,), None, None, None)
+    # 8 chunks per thread, each of whole cache lines of output
+    assert plan["threads"] == 2 and plan["chunk"] % 64 == 0
+    assert n // 16 <= plan["chunk"] <= n // 16 + 64
+    small = numpy_kernel.explain(c[:100], a[:100], a[:100], None, (100,), None, None, None)
+    assert small["threads"] == 1 and small["chunk"] == 100
+
+
+def test_pool_info_while_the_collector_frees_a_pooled_output() -> None:
+    """pool_info() builds its dict after releasing the pool's lock: building it may run
+    the garbage collector, which may free an output from the pool (a deadlock before)."""
+    code = """
+        import faulthandler, gc, numpy as np, arrayselect as asel
+        from arrayselect.backends.numpy_backend import kernel
+        faulthandler.dump_traceback_later(60, exit=True)
+        n = (32 << 20) // 4  # the smallest output that comes from the pool
+        out = asel.select(np.ones(n, bool), np.ones(n, np.float32), np.zeros(n, np.float32))
+        gc.disable()
+        cycle = [out]
+        cycle.append(cycle)
+        del out, cycle
+        holder = [{} for _ in range(500)]  # no free dicts left: the next one is a GC allocation
+        gc.set_threshold(1)
+        gc.enable()
+        print(kernel.pool_info()["limit"] > 0)
+    """
+    assert _run(code) == "True"

@@ -50,9 +50,9 @@ kernel_select: Any = _k.select
 
 #: ``explain(...)`` with the arguments of :data:`kernel_select`: how the kernel
 #: would run the call (coalesced shape, strides, inner loop and the instruction
-#: set it was compiled for, tiles, and the threads its cost earns while the
-#: workers are awake and the machine has room), without running it. For tests
-#: and benchmarks.
+#: set it was compiled for, tiles, the threads its cost earns while the workers
+#: are awake and the machine has room, and the output elements per chunk they
+#: claim), without running it. For tests and benchmarks.
 explain: Any = _k.explain
 
 

@@ -85,25 +85,36 @@ sk_describe(const sk_job *J, int temporary)
         return NULL;
     }
     for (int d = 0; d < J->nd; d++) {
-        PyTuple_SET_ITEM(shape, d, PyLong_FromSsize_t(J->shape[d]));
+        PyObject *n = PyLong_FromSsize_t(J->shape[d]);
+        if (n == NULL) {
+            goto fail;
+        }
+        PyTuple_SET_ITEM(shape, d, n);
     }
     for (int k = 0; k < 4; k++) {
         PyObject *t = PyTuple_New(J->nd);
         if (t == NULL) {
-            Py_DECREF(shape);
-            Py_DECREF(strides);
-            return NULL;
+            goto fail;
         }
+        PyTuple_SET_ITEM(strides, k, t); /* the tuple owns it, filled or not */
         for (int d = 0; d < J->nd; d++) {
-            PyTuple_SET_ITEM(t, d, PyLong_FromSsize_t(J->strides[k][d]));
+            PyObject *n = PyLong_FromSsize_t(J->strides[k][d]);
+            if (n == NULL) {
+                goto fail;
+            }
+            PyTuple_SET_ITEM(t, d, n);
         }
-        PyTuple_SET_ITEM(strides, k, t);
     }
-    return Py_BuildValue("{s:N,s:N,s:s,s:s,s:(nn),s:i,s:O}", "shape", shape, "strides",
+    const int parts = sk_parts_for(J);
+    return Py_BuildValue("{s:N,s:N,s:s,s:s,s:(nn),s:i,s:n,s:O}", "shape", shape, "strides",
                          strides, "loop", J->loop_name, "isa", J->isa, "tile",
-                         (Py_ssize_t)J->tile_r, (Py_ssize_t)J->tile_w, "threads",
-                         sk_parts_for(J), "temporary",
-                         temporary ? Py_True : Py_False);
+                         (Py_ssize_t)J->tile_r, (Py_ssize_t)J->tile_w, "threads", parts,
+                         "chunk", (Py_ssize_t)(parts > 1 ? sk_chunk_for(J, parts) : J->total),
+                         "temporary", temporary ? Py_True : Py_False);
+fail: /* tuples free the items they hold and skip the slots still empty */
+    Py_DECREF(shape);
+    Py_DECREF(strides);
+    return NULL;
 }
 
 /*
@@ -150,6 +161,10 @@ sk_core(PyArray_Descr *descr, npy_intp csz, npy_intp strides[4][SK_MAXDIMS], cha
             if (PyArray_DIMS(out)[d] != out_dims[d]) {
                 goto bad_out_shape;
             }
+        }
+        if (PyDataType_REFCHK(PyArray_DESCR(out))) {
+            PyErr_SetString(PyExc_TypeError, "the select kernel cannot write into an out of references");
+            return NULL;
         }
         if (PyArray_ITEMSIZE(out) != isz) {
             PyErr_SetString(PyExc_TypeError, "internal error: out has the wrong item size");
@@ -346,7 +361,7 @@ sk_set_parallel_min(PyObject *NPY_UNUSED(self), PyObject *arg)
         PyErr_SetString(PyExc_ValueError, "the threshold must be >= 0");
         return NULL;
     }
-    sk_parallel_min = n;
+    SK_STORE(sk_parallel_min, n);
     Py_RETURN_NONE;
 }
 
@@ -397,7 +412,7 @@ sk_pool_workers_count(PyObject *NPY_UNUSED(self), PyObject *NPY_UNUSED(args))
 static PyObject *
 sk_get_parallel_min(PyObject *NPY_UNUSED(self), PyObject *NPY_UNUSED(args))
 {
-    return PyLong_FromSsize_t(sk_parallel_min);
+    return PyLong_FromSsize_t(SK_LOAD(sk_parallel_min));
 }
 
 static PyObject *

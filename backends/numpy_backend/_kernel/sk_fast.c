@@ -125,7 +125,9 @@ sk_make_key(PyObject *cond, PyObject *then, PyObject *else_, PyObject *ab, PyObj
     K->has_out = out != Py_None;
     PyObject *ops[4] = {cond, then, else_, out};
     PyObject **keys[4] = {&K->ckey, &K->tkey, &K->ekey, &K->okey};
-    Py_hash_t h = (Py_hash_t)K->combo * 31 + (Py_hash_t)K->axis * 7 + K->has_out;
+    /* unsigned arithmetic: wraps instead of overflowing for a huge axis */
+    Py_hash_t h = (Py_hash_t)((Py_uhash_t)K->combo * 31u + (Py_uhash_t)K->axis * 7u +
+                              (Py_uhash_t)K->has_out);
     Py_hash_t hs;
     for (int k = 0; k < 4; k++) {
         PyObject *x = ops[k];

@@ -45,6 +45,16 @@
 #define SK_HAVE_THREADS 0
 #endif
 
+/* Settings that Python changes (under the GIL) while a parallel job reads them
+ * (without it): relaxed atomics, so the accesses are defined and never torn. */
+#if defined(__GNUC__) || defined(__clang__)
+#define SK_LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define SK_STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+#else
+#define SK_LOAD(x) (x)
+#define SK_STORE(x, v) ((x) = (v))
+#endif
+
 #define SK_MAXDIMS NPY_MAXDIMS
 #define SK_MAX_THREADS 256
 
@@ -162,6 +172,8 @@ extern unsigned long long sk_calls, sk_threaded_calls, sk_temp_calls;
 
 /* Number of threads a job gets by its cost (what explain() reports). */
 int sk_parts_for(const sk_job *J);
+/* Output elements per chunk when the job is split `parts` ways (what explain() reports). */
+npy_intp sk_chunk_for(const sk_job *J, int parts);
 /* Run a job, releasing the GIL for large ones. Called with the GIL held. */
 void sk_execute(const sk_job *J);
 /* Stop and join the workers (without the GIL); the next parallel job restarts them. */

@@ -196,13 +196,6 @@ sk_isa_name(int isa)
 }
 
 /* The loops new calls use; plans store no loops, so a change applies to the next call. */
-#if defined(__GNUC__) || defined(__clang__)
-#define SK_LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
-#define SK_STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
-#else
-#define SK_LOAD(x) (x)
-#define SK_STORE(x, v) ((x) = (v))
-#endif
 static const sk_loop_table *sk_current = &sk_table_baseline;
 static int sk_current_isa = SK_ISA_BASELINE;
 

@@ -127,22 +127,25 @@ sk_mem_free(void *ctx, void *ptr, size_t size)
     if (ptr == NULL) {
         return;
     }
-    if (size >= SK_POOL_MIN && size <= sk_pool_limit) {
+    if (size >= SK_POOL_MIN && size <= SK_LOAD(sk_pool_limit)) {
         SK_MEM_LOCK();
-        /* Make room: drop the oldest blocks until this one fits. */
-        while (sk_mem.count > 0 &&
-               (sk_mem.count == SK_POOL_SLOTS || sk_mem.bytes + size > sk_pool_limit)) {
-            evicted[nevicted++] = sk_mem.blocks[0].ptr;
-            sk_mem.bytes -= sk_mem.blocks[0].size;
-            memmove(&sk_mem.blocks[0], &sk_mem.blocks[1],
-                    sizeof(sk_block) * (size_t)(sk_mem.count - 1));
-            sk_mem.count--;
+        /* The limit again under the lock: a free without the GIL may race set_pool_limit. */
+        if (size <= sk_pool_limit) {
+            /* Make room: drop the oldest blocks until this one fits. */
+            while (sk_mem.count > 0 &&
+                   (sk_mem.count == SK_POOL_SLOTS || sk_mem.bytes + size > sk_pool_limit)) {
+                evicted[nevicted++] = sk_mem.blocks[0].ptr;
+                sk_mem.bytes -= sk_mem.blocks[0].size;
+                memmove(&sk_mem.blocks[0], &sk_mem.blocks[1],
+                        sizeof(sk_block) * (size_t)(sk_mem.count - 1));
+                sk_mem.count--;
+            }
+            sk_mem.blocks[sk_mem.count].ptr = ptr;
+            sk_mem.blocks[sk_mem.count].size = size;
+            sk_mem.count++;
+            sk_mem.bytes += size;
+            ptr = NULL;
         }
-        sk_mem.blocks[sk_mem.count].ptr = ptr;
-        sk_mem.blocks[sk_mem.count].size = size;
-        sk_mem.count++;
-        sk_mem.bytes += size;
-        ptr = NULL;
         SK_MEM_UNLOCK();
     }
     for (int i = 0; i < nevicted; i++) {
@@ -220,7 +223,7 @@ sk_set_pool_limit(PyObject *NPY_UNUSED(self), PyObject *arg)
         return NULL;
     }
     SK_MEM_LOCK();
-    sk_pool_limit = (size_t)n;
+    SK_STORE(sk_pool_limit, (size_t)n);
     SK_MEM_UNLOCK();
     sk_pool_release();
     Py_RETURN_NONE;
@@ -230,12 +233,14 @@ PyObject *
 sk_pool_info(PyObject *NPY_UNUSED(self), PyObject *NPY_UNUSED(args))
 {
     SK_MEM_LOCK();
-    PyObject *r = Py_BuildValue("{s:n,s:n,s:n,s:i,s:K,s:K}", "limit", (Py_ssize_t)sk_pool_limit,
-                                "min_block", (Py_ssize_t)SK_POOL_MIN, "cached_bytes",
-                                (Py_ssize_t)sk_mem.bytes, "cached_blocks", sk_mem.count, "hits",
-                                sk_mem.hits, "misses", sk_mem.misses);
+    const size_t limit = sk_pool_limit, bytes = sk_mem.bytes;
+    const int count = sk_mem.count;
+    const unsigned long long hits = sk_mem.hits, misses = sk_mem.misses;
     SK_MEM_UNLOCK();
-    return r;
+    /* no Python calls under the lock: an allocation may run the GC, which frees pooled blocks */
+    return Py_BuildValue("{s:n,s:n,s:n,s:i,s:K,s:K}", "limit", (Py_ssize_t)limit, "min_block",
+                         (Py_ssize_t)SK_POOL_MIN, "cached_bytes", (Py_ssize_t)bytes,
+                         "cached_blocks", count, "hits", hits, "misses", misses);
 }
 
 PyObject *

@@ -87,7 +87,7 @@ sk_parts_for(const sk_job *J)
     if (J->max_threads > 0 && J->max_threads < threads) {
         threads = J->max_threads;
     }
-    const double min_bytes = (double)sk_parallel_min * SK_REF_BPE;
+    const double min_bytes = (double)SK_LOAD(sk_parallel_min) * SK_REF_BPE;
     const double bytes = (double)J->total * (double)J->bpe;
     if (threads < 2 || bytes < min_bytes || J->total < 2 * 64) {
         return 1;
@@ -98,6 +98,26 @@ sk_parts_for(const sk_job *J)
     return threads < 1 ? 1 : threads;
 }
 
+/* Output elements per chunk of a job split `parts` ways: enough chunks for the
+ * threads to even out, each between the bounds in bytes, whole cache lines of
+ * output, whole panels of a tiled job, and at least one element even when one
+ * element moves more than the largest chunk (a chunk of none would never end). */
+npy_intp
+sk_chunk_for(const sk_job *J, int parts)
+{
+    const npy_intp bpe = J->bpe > 0 ? J->bpe : 1;
+    npy_intp chunk = J->total / ((npy_intp)parts * SK_CHUNKS_PER_THREAD);
+    chunk = chunk * bpe > SK_CHUNK_MAX_BYTES ? SK_CHUNK_MAX_BYTES / bpe : chunk;
+    chunk = chunk * bpe < SK_CHUNK_MIN_BYTES ? SK_CHUNK_MIN_BYTES / bpe : chunk;
+    chunk = chunk < 1 ? 1 : chunk;
+    chunk = (chunk + 63) & ~(npy_intp)63;
+    if (J->tile_r > 1) {
+        const npy_intp panel = J->tile_r * J->shape[J->nd - 1];
+        chunk = (chunk + panel - 1) / panel * panel;
+    }
+    return chunk;
+}
+
 #if SK_HAVE_THREADS
 
 #include <fcntl.h>
@@ -105,11 +125,6 @@ sk_parts_for(const sk_job *J)
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
-
-#if defined(__GNUC__) || defined(__clang__)
-#define SK_LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
-#define SK_STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
-#endif
 
 /*
  * One job at a time (the `busy` lock; a second concurrent caller runs its job
@@ -326,7 +341,7 @@ static int
 sk_room_for(int want)
 {
     double busy;
-    if (!sk_load_guard) {
+    if (!SK_LOAD(sk_load_guard)) {
         return want;
     }
     const double now = sk_now();
@@ -386,7 +401,7 @@ sk_run_parallel(const sk_job *J, int parts)
                          t_call - sk_last_end < 1e-9 * (double)SK_LOAD(sk_worker_spin_ns));
     if (parts >= 2 && !in_loop &&
         (double)J->total * (double)J->bpe <
-            (double)sk_parallel_min * SK_REF_BPE * SK_COLD_FACTOR) {
+            (double)SK_LOAD(sk_parallel_min) * SK_REF_BPE * SK_COLD_FACTOR) {
         __atomic_add_fetch(&sk_cold_calls, 1, __ATOMIC_RELAXED);
         parts = 1;
     }
@@ -402,15 +417,7 @@ sk_run_parallel(const sk_job *J, int parts)
         pthread_mutex_unlock(&sk_pool.busy);
         return 0;
     }
-    const npy_intp bpe = J->bpe > 0 ? J->bpe : 1;
-    npy_intp chunk = J->total / ((npy_intp)parts * SK_CHUNKS_PER_THREAD);
-    chunk = chunk * bpe > SK_CHUNK_MAX_BYTES ? SK_CHUNK_MAX_BYTES / bpe : chunk;
-    chunk = chunk * bpe < SK_CHUNK_MIN_BYTES ? SK_CHUNK_MIN_BYTES / bpe : chunk;
-    chunk = (chunk + 63) & ~(npy_intp)63; /* whole cache lines of output */
-    if (J->tile_r > 1) {                  /* whole panels of a tiled job */
-        const npy_intp panel = J->tile_r * J->shape[J->nd - 1];
-        chunk = (chunk + panel - 1) / panel * panel;
-    }
+    const npy_intp chunk = sk_chunk_for(J, parts);
     sk_pool.job = J;
     sk_pool.nparts = parts;
     sk_pool.chunk = chunk;
@@ -567,7 +574,7 @@ void
 sk_pool_configure(int load_guard, double worker_spin, double caller_spin)
 {
     if (load_guard >= 0) {
-        sk_load_guard = load_guard;
+        SK_STORE(sk_load_guard, load_guard);
     }
 #if SK_HAVE_THREADS
     if (worker_spin >= 0) {
@@ -590,7 +597,7 @@ sk_pool_stats(void)
                         : sk_room.allowed > sk_room.ncpu ? sk_room.ncpu
                                                          : sk_room.allowed;
     const unsigned long long samples = sk_room.samples, changes = sk_room.changes;
-    const int guard = sk_load_guard && sk_room.ok != 0;
+    const int guard = SK_LOAD(sk_load_guard) && sk_room.ok != 0;
 #else
     const double others = 0.0;
     const int allowed = 1, guard = 0;

@@ -49,6 +49,32 @@ def test_routing_names():
     assert asel.backend_for(c, t, 0.0).name == "numpy"
 
 
+def test_fast_paths_step_aside_while_any_block_forces_portable():
+    """select() looks fast paths up in a table that is empty while any force_portable
+    block is open (in any thread), and whole again once the last one closes."""
+    from arrayselect.backends.numpy_backend import kernel
+
+    c, t = np.array([True, False]), np.array([1.0, 2.0])
+    asel.select(c, t, 0.0)
+    assert _registry.fast_paths.get(np.ndarray) is not None
+
+    def hits() -> int:  # calls that went through the NumPy fast path (a hit or a miss)
+        stats = kernel.kernel_stats()
+        return stats["hits"] + stats["misses"]
+
+    with asel.force_portable():
+        with asel.force_portable(False):  # not forced here, but a block is open
+            before = hits()
+            np.testing.assert_array_equal(asel.select(c, t, 0.0), [1.0, 0.0])
+            assert hits() == before  # the general path, through the NumPy backend
+            assert asel.backend_for(c, t, 0.0).name == "numpy"
+        assert _registry.fast_paths.get(np.ndarray) is None
+    before = hits()
+    asel.select(c, t, 0.0)
+    assert hits() == before + 1
+    assert _registry.fast_paths.get(np.ndarray) is not None
+
+
 def test_torch_goes_to_portable():
     torch = pytest.importorskip("torch", reason="torch not installed")
     backend = asel.backend_for(torch.tensor([True]), torch.tensor([1.0]), 0.0)

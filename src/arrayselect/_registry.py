@@ -10,9 +10,9 @@ per library and cached.
 The registry also routes calls to fast paths: when it creates a backend, it
 installs the backend's :meth:`~arrayselect.plugin.Backend.fast_path` for the
 array types it names, and removes it when another backend is registered for the
-library. While :func:`force_portable` is in effect, :func:`arrayselect.select`
-skips fast paths (:func:`portable_forced`), so a fast path never needs to know
-how it was routed.
+library. While a :func:`force_portable` block is open, the table that
+:func:`arrayselect.select` looks fast paths up in is empty, so a fast path
+never needs to know how it was routed.
 """
 
 from __future__ import annotations
@@ -88,12 +88,17 @@ _force_portable: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "arrayselect_force_portable", default=False
 )
 # How many force_portable(True) blocks are open, in any thread or task. While it
-# is 0 no context can be forced, so select() skips reading the context variable
-# (cheaper, and a plain int is something torch.compile can trace).
+# is 0 no context can be forced, so nothing reads the context variable (cheaper,
+# and a plain int is something torch.compile can trace).
 _forcing = [0]
 # Fast paths by exact type of cond, and the library each serves.
-fast_paths: dict[type, Callable[..., Any]] = {}
+_installed_fast_paths: dict[type, Callable[..., Any]] = {}
 _fast_path_library: dict[type, str] = {}
+# What select() looks up: the installed fast paths, empty while any
+# force_portable block is open. A fast path never has to ask whether its call is
+# forced, and select() pays one dict lookup; calls in other threads take the
+# general path meanwhile (same answers, as it always honours force_portable).
+fast_paths: dict[type, Callable[..., Any]] = {}
 
 
 _LIBRARY_CACHE_SIZE = 256
@@ -167,6 +172,7 @@ def _forget(library: str) -> None:
         del _backends[key]
     for array_type in [t for t, lib in _fast_path_library.items() if lib == library]:
         del _fast_path_library[array_type]
+        _installed_fast_paths.pop(array_type, None)
         fast_paths.pop(array_type, None)
 
 
@@ -214,7 +220,10 @@ def _install_fast_path(library: str, backend: Backend) -> None:
     if fast is None:
         return
     for array_type in fast.array_types:
-        fast_paths[array_type] = fast.call
+        with _lock:
+            _installed_fast_paths[array_type] = fast.call
+            if not _forcing[0]:
+                fast_paths[array_type] = fast.call
         _fast_path_library[array_type] = library
         # Known now: library_of need not classify these types later (inside a
         # torch.compile trace, say, where array_api_compat's helpers warn).
@@ -246,7 +255,7 @@ def active_backend(library: str) -> Backend | None:
 
 def fast_path_for(array_type: type) -> Callable[..., Any] | None:
     """The fast path installed for ``cond`` arrays of exactly ``array_type``, if any."""
-    return fast_paths.get(array_type)
+    return _installed_fast_paths.get(array_type)
 
 
 def portable_forced() -> bool:
@@ -274,12 +283,15 @@ def force_portable(enabled: bool = True) -> Iterator[None]:
     token = _force_portable.set(enabled)
     with _lock:
         _forcing[0] += 1
+        fast_paths.clear()
     try:
         yield
     finally:
         _force_portable.reset(token)
         with _lock:
             _forcing[0] -= 1
+            if not _forcing[0]:
+                fast_paths.update(_installed_fast_paths)
 
 
 def _describe(x: object) -> str:

@@ -24,8 +24,6 @@ __all__ = ["Validated", "backend_for", "select", "select_general", "validate"]
 # imported name as an attribute load plus call (for modules), which costs a bound
 # method per call; on a plain global it is a method call.
 _fast_paths = _registry.fast_paths
-_forcing = _registry._forcing
-_force_portable = _registry._force_portable
 
 
 def select(
@@ -99,9 +97,8 @@ def select(
     >>> asel.select(np.array([1, 0, 2], dtype=np.uint8), np.arange(3.0), -1.0)
     array([ 0., -1.,  2.])
     """
-    fast = _fast_paths.get(type(cond))
-    # The routing check of every fast path, written once (see portable_forced).
-    if fast is not None and not (_forcing[0] and _force_portable.get()):
+    fast = _fast_paths.get(type(cond))  # none while force_portable is open anywhere
+    if fast is not None:
         result = fast(cond, then, else_, auto_broadcast, axis, cond_broadcast, out)
         if result is not NotImplemented:
             return result

@@ -35,6 +35,20 @@ def _restore() -> Iterator[None]:
     numpy_kernel.set_load_guard(True)
 
 
+# The start of a child process whose kernel has one worker thread running.
+WORKER_RUNNING = """
+        import os, numpy as np, arrayselect as asel
+        from arrayselect.backends.numpy_backend import kernel
+        asel.set_num_threads(2)
+        kernel.set_parallel_threshold(0)
+        kernel.set_load_guard(False)
+        c = np.random.rand(10**6) < 0.5
+        a = np.random.rand(10**6).astype(np.float32)
+        asel.select(c, a, a)                       # starts the worker
+        assert kernel._k.pool_workers() == 1
+"""
+
+
 def _run(code: str, *args: str) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ARRAYSELECT_")}
     # NumPy's BLAS starts threads of its own, which do not block signals
@@ -126,16 +140,8 @@ def test_room_guard_gives_fewer_threads_while_other_processes_hold_every_core() 
 def test_workers_block_asynchronous_signals() -> None:
     """A process-directed signal that the main thread waits for with sigwait must reach it:
     a worker that did not block it would take the default action and end the process."""
-    code = """
-        import os, signal, time, numpy as np, arrayselect as asel
-        from arrayselect.backends.numpy_backend import kernel
-        asel.set_num_threads(2)
-        kernel.set_parallel_threshold(0)
-        kernel.set_load_guard(False)
-        c = np.random.rand(10**6) < 0.5
-        a = np.random.rand(10**6).astype(np.float32)
-        asel.select(c, a, a)                       # starts the worker
-        assert kernel._k.pool_workers() == 1
+    code = WORKER_RUNNING + """
+        import signal, time
         me = os.getpid()
 
         def masks():
@@ -206,16 +212,7 @@ def test_fork_context_children_run_large_selects_on_threads() -> None:
 def test_pool_stops_before_fork() -> None:
     """os.fork() finds the kernel's workers joined (Python >= 3.12 warns when a process with
     threads forks: -W error makes that a failure here), and both sides select afterwards."""
-    code = """
-        import os, numpy as np, arrayselect as asel
-        from arrayselect.backends.numpy_backend import kernel
-        asel.set_num_threads(2)
-        kernel.set_parallel_threshold(0)
-        kernel.set_load_guard(False)
-        c = np.random.rand(10**6) < 0.5
-        a = np.random.rand(10**6).astype(np.float32)
-        asel.select(c, a, a)
-        assert kernel._k.pool_workers() == 1
+    code = WORKER_RUNNING + """
         pid = os.fork()
         if pid == 0:
             ok = np.array_equal(asel.select(c, a, -a), np.where(c, a, -a))

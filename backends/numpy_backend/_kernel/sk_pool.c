@@ -182,12 +182,20 @@ sk_cpu_relax(void)
 #endif
 }
 
+/* Seconds on `clock`: CLOCK_MONOTONIC for time, CLOCK_PROCESS_CPUTIME_ID for this
+ * process's CPU time (what the room guard subtracts from the machine's). */
+static double
+sk_clock(clockid_t clock)
+{
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static double
 sk_now(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    return sk_clock(CLOCK_MONOTONIC);
 }
 
 /* Claim and run chunks of a job until none is left; returns the elements it ran. */
@@ -328,14 +336,6 @@ sk_read_busy(double *busy)
     return 0;
 }
 
-static double
-sk_self_cpu(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Threads the machine has room for now, at most `want` (pool owner only). */
 static int
 sk_room_for(int want)
@@ -352,11 +352,11 @@ sk_room_for(int want)
             sk_room.ncpu = n > 0 ? (int)n : 1;
             sk_room.t = now;
             sk_room.busy = busy;
-            sk_room.self = sk_self_cpu();
+            sk_room.self = sk_clock(CLOCK_PROCESS_CPUTIME_ID);
         }
     }
     if (sk_room.ok && now - sk_room.t >= SK_ROOM_PERIOD && sk_read_busy(&busy) == 0) {
-        const double self = sk_self_cpu();
+        const double self = sk_clock(CLOCK_PROCESS_CPUTIME_ID);
         double others = ((busy - sk_room.busy) - (self - sk_room.self)) / (now - sk_room.t);
         others = others < 0 ? 0 : others;
         sk_room.others = sk_room.samples == 0 ? others

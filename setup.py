@@ -6,15 +6,25 @@
 Everything else about the package is declared in ``pyproject.toml``; this file
 only adds the C extensions, built by the ordinary setuptools build backend for
 ``pip install .``, ``pip install -e .`` and the sdist alike.
+
+Both extensions are optional: if one fails to build (no C compiler, say), the
+install goes on without it and prints one warning (:data:`_MISSING_WARNING`);
+the package then runs the same calls through NumPy and Python. With
+``ARRAYSELECT_REQUIRE_KERNEL=1`` (set by CI, ``scripts/`` and wheel builds) a
+failed build is an error. The extensions are linked without debug information
+or symbol tables (``ARRAYSELECT_STRIP=0`` keeps them, for debugging).
 """
 
 from __future__ import annotations
 
 import os
+import re
+import sys
 
 import numpy as np
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.errors import CCompilerError, ExecError, PlatformError
 
 # Portable flags only: no -march=native, so a wheel runs on any x86-64/aarch64.
 # -fvisibility=hidden: the kernel's files share sk_* symbols that must not
@@ -23,8 +33,74 @@ _UNIX_FLAGS = ["-O3", "-fno-strict-aliasing", "-std=gnu11", "-pthread", "-fvisib
 _MSVC_FLAGS = ["/O2"]
 
 
+# Unix: no debug information in the objects (Python's CFLAGS carry -g), and a
+# linked module without a symbol table (the dynamic symbols it exports stay).
+# The kernel is 3.19 MB with them, 0.93 MB without (measured, docs/platforms.md).
+_STRIP = os.environ.get("ARRAYSELECT_STRIP", "1") != "0"
+_UNIX_STRIP_COMPILE = ["-g0"]
+_UNIX_STRIP_LINK = ["-Wl,-S,-x"] if sys.platform == "darwin" else ["-s"]
+
+# What makes a build of an extension fail without a bug of ours: no compiler, a
+# compiler that fails, a platform setuptools cannot compile for.
+_BUILD_ERRORS = (CCompilerError, ExecError, PlatformError, OSError)
+
+_MISSING_WARNING = """\
+WARNING: arrayselect is installed without {missing}: {why}.
+  Nothing changes but speed: every select gives the same results and errors,
+  through NumPy's own functions and Python. But NumPy selects are slower: they run at
+  about numpy.where's speed, and the kernel was 5 to 140 times faster than that on
+  arrays of 10^5 to 10^6 elements in our measurements (4 to 8 times on 10^3).
+  To get the compiled code, install a C compiler (Linux: gcc, e.g. `apt install
+  gcc python3-dev`; macOS: `xcode-select --install`; Windows: the "Desktop
+  development with C++" workload of Visual Studio Build Tools), or a wheel for your
+  platform, then reinstall arrayselect. `python -c "import arrayselect;
+  arrayselect.show_runtime()"` shows what is present. Set ARRAYSELECT_REQUIRE_KERNEL=1
+  to make a failed build an error instead."""
+
+_EXT_NAMES = {
+    "arrayselect._fastcall": "the compiled fast path (arrayselect._fastcall)",
+    "arrayselect.backends.numpy_backend._select_kernel": (
+        "the compiled NumPy kernel (arrayselect.backends.numpy_backend._select_kernel)"
+    ),
+}
+
+
 class BuildExt(build_ext):  # type: ignore[misc]
-    """Pick compiler flags by compiler family."""
+    """Pick compiler flags by compiler family; build what can be built.
+
+    A failed extension is recorded and reported once at the end (unless
+    ``ARRAYSELECT_REQUIRE_KERNEL=1``), so that a machine without a C compiler
+    still gets a working install.
+    """
+
+    def initialize_options(self) -> None:
+        super().initialize_options()
+        self._failed: dict[str, str] = {}  # extension name -> why its build failed
+
+    def run(self) -> None:
+        try:
+            super().run()
+        except _BUILD_ERRORS as exc:  # e.g. no compiler at all (MSVC missing)
+            if _required():
+                raise
+            for ext in self.extensions:
+                self._failed.setdefault(ext.name, _why(exc))
+        if self._failed:
+            missing = " and ".join(_EXT_NAMES.get(name, name) for name in self._failed)
+            why = "; ".join(dict.fromkeys(self._failed.values()))
+            message = _MISSING_WARNING.format(missing=missing, why=why)
+            print("\n" + message + "\n", file=sys.stderr, flush=True)
+
+    def build_extension(self, ext: Extension) -> None:
+        if self.compiler.compiler_type != "msvc" and _STRIP:
+            ext.extra_compile_args = [*ext.extra_compile_args, *_UNIX_STRIP_COMPILE]
+            ext.extra_link_args = [*ext.extra_link_args, *_UNIX_STRIP_LINK]
+        try:
+            super().build_extension(ext)
+        except _BUILD_ERRORS as exc:
+            if _required():
+                raise
+            self._failed[ext.name] = _why(exc)
 
     def build_extensions(self) -> None:
         msvc = self.compiler.compiler_type == "msvc"
@@ -32,6 +108,24 @@ class BuildExt(build_ext):  # type: ignore[misc]
             ext.extra_compile_args = list(_MSVC_FLAGS if msvc else _UNIX_FLAGS)
             ext.extra_link_args = [] if msvc else ["-pthread"]
         super().build_extensions()
+
+
+def _required() -> bool:
+    """``ARRAYSELECT_REQUIRE_KERNEL=1``: a failed build of either extension is an error."""
+    return os.environ.get("ARRAYSELECT_REQUIRE_KERNEL", "") not in ("", "0")
+
+
+def _why(exc: BaseException) -> str:
+    """Why a build failed, in a few words (the compiler's own output is above the warning)."""
+    text = (str(exc).strip().splitlines() or ["no message"])[0]
+    if isinstance(exc, PlatformError):
+        return f"no usable C compiler ({text})"
+    if "No such file or directory" in text or isinstance(exc, FileNotFoundError):
+        return f"no C compiler found ({text})"
+    command = re.match(r"""Command '\['([^']+)'""", text)
+    if command:  # setuptools' spawn: "Command '['gcc', ...]' returned non-zero exit status 1."
+        return f"the C compiler `{command.group(1)}` failed (its output is above)"
+    return f"the C build failed ({type(exc).__name__}: {text[:200]})"
 
 
 _KERNEL = "backends/numpy_backend/_kernel/"

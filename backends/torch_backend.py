@@ -20,7 +20,9 @@ Each validated call takes one of two routes:
   viewed as the unsigned integer of their size, since the kernel moves raw
   bits). It runs on at most ``torch.get_num_threads()`` threads unless the user
   chose arrayselect's thread count, so that the two libraries' thread pools do
-  not oversubscribe the cores torch was told it has.
+  not oversubscribe the cores torch was told it has. In a build without the
+  kernel (``arrayselect.show_runtime()`` says) every call takes the torch-ops
+  route: ``torch.where`` is faster than ``numpy.where`` on the same memory.
 
 Validation is the core's, on the general path and on the fast path
 (:class:`~arrayselect.plugin.SignatureCache`, keyed by shape, dtype, device and
@@ -31,13 +33,14 @@ runs, which Dynamo traces without a graph break.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 import torch
-from arrayselect.backends.numpy_backend.kernel import kernel_select
+from arrayselect.backends.numpy_backend.kernel import KERNEL_MISSING, kernel_select
 
 from arrayselect.plugin import (
     PYTHON_SCALARS,
@@ -176,7 +179,8 @@ class TorchBackend(Backend):
     ----------
     kernel_min_size
         Smallest output (elements) that goes to the kernel; set it above any
-        size to keep every call on ``torch.where``.
+        size to keep every call on ``torch.where`` (its value without the
+        kernel, where no call can go to it).
     """
 
     name = "torch"
@@ -188,7 +192,7 @@ class TorchBackend(Backend):
     signature = ("shape", "dtype", "device", "layout")  # type: ignore[assignment]
 
     def __init__(self) -> None:
-        self.kernel_min_size = KERNEL_MIN_SIZE
+        self.kernel_min_size = KERNEL_MIN_SIZE if KERNEL_MISSING is None else sys.maxsize
         self._fast = SignatureCache(
             self, _ARRAY_TYPES, None, prepare=self._prepare, devices_in_signature=True
         )
@@ -272,6 +276,7 @@ class TorchBackend(Backend):
         """A validated call, by the route the module docstring describes."""
         if (
             math.prod(plan.out_shape) >= self.kernel_min_size  # type: ignore[arg-type]
+            and KERNEL_MISSING is None
             and not _torch_is_watching()
             and not (
                 torch.is_grad_enabled()

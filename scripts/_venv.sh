@@ -8,6 +8,13 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip
+# Our machines have a C compiler: a C extension that fails to build is an error
+# here (a user's install would only warn and run without it).
+export ARRAYSELECT_REQUIRE_KERNEL=1
 # editable_mode=strict: a tree of links to the sources on a plain .pth path, which
 # type checkers follow (the default mode's import hook hides the package from mypy).
-.venv/bin/python -m pip install -q -e ".[${ARRAYSELECT_EXTRAS}]" --config-settings editable_mode=strict
+# setuptools says so in a warning block on every install; that one warning is
+# silenced. scripts/constraints.txt pins what our machines need (the CPU torch),
+# which the extras leave open.
+PYTHONWARNINGS="ignore:Editable installation" .venv/bin/python -m pip install -q \
+  -e ".[${ARRAYSELECT_EXTRAS}]" -c scripts/constraints.txt --config-settings editable_mode=strict

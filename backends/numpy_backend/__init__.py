@@ -1,5 +1,10 @@
 """The NumPy backend (CPU): every select runs through the compiled kernel.
 
+In a build without the kernel (:data:`.kernel.KERNEL_MISSING` says why) every
+select runs through NumPy's own functions instead (:mod:`.numpy_route`), with
+the same answers, and the fast path is the core's
+:class:`~arrayselect.plugin.SignatureCache`.
+
 Besides NumPy's own dtypes it handles the ``ml_dtypes`` extension dtypes
 (bfloat16, the float8 family, int4, ...): the kernel moves raw bits per item
 size, so it never needs to know what a dtype means. Calls whose ``cond`` is
@@ -17,15 +22,19 @@ import numpy as np
 
 from arrayselect.plugin import (
     Backend,
+    Decision,
     FastPath,
     NumpyDtypes,
     OutLayout,
     SelectPlan,
     Shape,
+    SignatureCache,
+    register_cache,
 )
 
 from . import fast_path as _fast_path
-from .kernel import kernel_select
+from .kernel import KERNEL_MISSING, kernel_select
+from .numpy_route import numpy_select
 
 __all__ = ["BACKEND", "NumpyBackend", "as_kernel_operands", "create"]
 
@@ -58,10 +67,24 @@ class NumpyBackend(NumpyDtypes, Backend):
 
     def select(self, cond: Any, then: Any, else_: Any, plan: SelectPlan, out: Any) -> Any:
         cond, then, else_ = as_kernel_operands(cond, then, else_)
+        if KERNEL_MISSING is not None:
+            return numpy_select(cond, then, else_, plan, out)
         return kernel_select(cond, then, else_, out, plan.out_shape, *plan.dims)
 
     def fast_path(self) -> FastPath:
-        return _fast_path.fast_path(self)
+        if KERNEL_MISSING is None:
+            return _fast_path.fast_path(self)
+        cache = SignatureCache(self, (np.ndarray,), self._run)
+        register_cache("numpy_backend.fast_path", lambda: (len(cache), cache.maxsize))
+        return cache.fast_path()
+
+    def _run(self, cond: Any, then: Any, else_: Any, decision: Decision, out: Any) -> Any:
+        """A cached signature's call without the kernel (Python scalars already checked)."""
+        if type(then) is not np.ndarray:
+            then = self.scalar_array(then, decision.dtype, else_)
+        if type(else_) is not np.ndarray:
+            else_ = self.scalar_array(else_, decision.dtype, then)
+        return self.select(cond, then, else_, decision.plan, out)
 
 
 def as_kernel_operands(cond: Any, then: Any, else_: Any) -> tuple[Any, Any, Any]:

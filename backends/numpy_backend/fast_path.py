@@ -10,6 +10,9 @@ backend runs, and the decision is handed to the C cache. On a hit C re-checks
 only what depends on values, with what the core handed over: the scalar range,
 and ``out``'s memory through :func:`arrayselect.plugin.check_out_layout`. No
 rule is written here or in C.
+
+In a build without the kernel the backend's fast path is the core's
+:class:`~arrayselect.plugin.SignatureCache` instead (see the backend).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from arrayselect.plugin import (
     validate,
 )
 
-from . import _select_kernel as _k
+from .kernel import _k
 
 __all__ = ["clear_cache", "fast_path"]
 

@@ -3,9 +3,15 @@
 The kernel (``arrayselect.backends.numpy_backend._select_kernel``, built from
 ``backends/numpy_backend/_kernel/`` by the package's own build) selects on raw
 bits per item size, so every NumPy and ``ml_dtypes`` dtype goes through it.
-There is deliberately no pure-Python fallback: if the extension is missing,
-importing this module (and so ``arrayselect``) fails loudly instead of quietly
-running ``np.where``.
+
+The kernel is optional: a build without a C compiler, or an extension that does
+not load, leaves :data:`KERNEL_MISSING` saying why, and the backend then runs
+every call through NumPy's own functions (:mod:`.numpy_route`) with the same
+answers. This module stays importable then: the settings it subscribes to have
+nothing to act on, :func:`isa_info`, :func:`pool_info` and :func:`kernel_stats`
+report an empty kernel, the tuning knobs do nothing, and :data:`kernel_select`,
+:data:`explain` and :func:`set_isa` raise ``RuntimeError`` (there is no kernel to
+run or describe). ``arrayselect.show_runtime()`` says which build this is.
 
 Its loops are compiled for several instruction sets and the best one this CPU
 supports runs (:func:`isa_info`). Jobs that move enough bytes are split
@@ -27,9 +33,17 @@ from typing import Any
 
 from arrayselect.plugin import MAX_THREADS, on_settings_change
 
-from . import _select_kernel as _k
+try:
+    _k: Any = importlib.import_module("arrayselect.backends.numpy_backend._select_kernel")
+except ImportError as _exc:
+    _k = None
+    #: Why the compiled kernel is missing (``None`` when it is loaded).
+    KERNEL_MISSING: str | None = f"{type(_exc).__name__}: {_exc}"
+else:
+    KERNEL_MISSING = None
 
 __all__ = [
+    "KERNEL_MISSING",
     "explain",
     "get_parallel_threshold",
     "isa_info",
@@ -46,14 +60,29 @@ __all__ = [
 #: ``kernel_select(cond, then, else_, out, out_shape, cond_dims, then_dims,
 #: else_dims[, max_threads])``: the compiled entry point; ``*_dims`` are the plan's
 #: :attr:`~arrayselect.plugin.SelectPlan.dims` (see the C source for the contract).
-kernel_select: Any = _k.select
+kernel_select: Any
 
 #: ``explain(...)`` with the arguments of :data:`kernel_select`: how the kernel
 #: would run the call (coalesced shape, strides, inner loop and the instruction
 #: set it was compiled for, tiles, the threads its cost earns while the workers
 #: are awake and the machine has room, and the output elements per chunk they
 #: claim), without running it. For tests and benchmarks.
-explain: Any = _k.explain
+explain: Any
+
+
+def _no_kernel(*args: Any) -> Any:
+    """What the kernel's entry points do in a build without it."""
+    raise RuntimeError(
+        f"arrayselect's compiled NumPy kernel is not available ({KERNEL_MISSING}); "
+        "NumPy selects run through numpy.where (see docs/platforms.md)"
+    )
+
+
+if _k is None:
+    kernel_select = explain = _no_kernel
+else:
+    kernel_select = _k.select
+    explain = _k.explain
 
 
 def get_parallel_threshold() -> int:
@@ -65,9 +94,9 @@ def get_parallel_threshold() -> int:
         In float32 elements with a bool cond (13 bytes moved each); a job is
         split when its loops move at least as many bytes, whatever its dtypes
         and layout. The measured default unless :func:`set_parallel_threshold`
-        changed it.
+        changed it; 0 without the kernel.
     """
-    return int(_k.get_parallel_min())
+    return 0 if _k is None else int(_k.get_parallel_min())
 
 
 def set_parallel_threshold(n: int | None) -> None:
@@ -79,7 +108,8 @@ def set_parallel_threshold(n: int | None) -> None:
         Float32 elements with a bool cond (see :func:`get_parallel_threshold`);
         ``None`` restores the measured default. Meant for benchmarks and tests.
     """
-    _k.set_parallel_min(int(_k.DEFAULT_PARALLEL_MIN) if n is None else int(n))
+    if _k is not None:
+        _k.set_parallel_min(int(_k.DEFAULT_PARALLEL_MIN) if n is None else int(n))
 
 
 def set_load_guard(on: bool) -> None:
@@ -87,18 +117,22 @@ def set_load_guard(on: bool) -> None:
 
     On by default (where ``/proc/stat`` exists): a job is given no more threads
     than there are cores the rest of the machine leaves free, with hysteresis.
-    Benchmarks and tests that must see threads turn it off.
+    Benchmarks and tests that must see threads turn it off. Without the kernel
+    this does nothing.
     """
-    _k.set_load_guard(bool(on))
+    if _k is not None:
+        _k.set_load_guard(bool(on))
 
 
 def shutdown_pool() -> None:
     """Stop and join the kernel's worker threads; the next large select starts them again.
 
     Called automatically before ``os.fork()``, so that a process that forks
-    is single-threaded as far as the kernel is concerned.
+    is single-threaded as far as the kernel is concerned. Without the kernel
+    this does nothing.
     """
-    _k.shutdown_pool()
+    if _k is not None:
+        _k.shutdown_pool()
 
 
 def isa_info() -> dict[str, Any]:
@@ -113,8 +147,11 @@ def isa_info() -> dict[str, Any]:
     -------
     dict
         ``current`` (the instruction set in use), ``best`` (the best one this
-        CPU supports), ``usable`` and ``compiled`` (lists of names).
+        CPU supports), ``usable`` and ``compiled`` (lists of names). Without
+        the kernel: ``current`` and ``best`` are ``"none"``, the lists empty.
     """
+    if _k is None:
+        return {"current": "none", "best": "none", "usable": [], "compiled": []}
     info: dict[str, Any] = _k.isa_info()
     return info
 
@@ -131,7 +168,11 @@ def set_isa(name: str) -> None:
     ------
     ValueError
         If ``name`` is unknown, not compiled in, or not supported by this CPU.
+    RuntimeError
+        Without the kernel.
     """
+    if _k is None:
+        _no_kernel(name)
     _k.set_isa(name)
 
 
@@ -151,8 +192,10 @@ def kernel_stats() -> dict[str, int]:
         partially overlapped an input), the fast path's ``hits`` and
         ``misses``, and the room guard's state: ``load_guard`` (1 if on and
         working here), ``others_busy_cores`` (smoothed), ``threads_allowed``,
-        ``room_samples`` and ``room_changes``.
+        ``room_samples`` and ``room_changes``. Empty without the kernel.
     """
+    if _k is None:
+        return {}
     stats: dict[str, int] = {**_k.stats(), **_k.fast_stats()}
     return stats
 
@@ -166,7 +209,10 @@ def pool_info() -> dict[str, int]:
         ``limit`` and ``cached_bytes`` (bytes), ``min_block`` (the smallest
         output that goes through the pool, bytes), ``cached_blocks``, and
         ``hits`` / ``misses`` (such outputs that did / did not reuse a block).
+        Empty without the kernel (it keeps no blocks).
     """
+    if _k is None:
+        return {}
     info: dict[str, int] = _k.pool_info()
     return info
 
@@ -188,8 +234,12 @@ def register_threadpoolctl() -> None:
     ------
     ImportError
         If threadpoolctl is not installed (it is optional).
+    RuntimeError
+        Without the kernel (there are no threads to limit).
     """
     global _threadpoolctl_registered
+    if _k is None:
+        _no_kernel()
     if _threadpoolctl_registered:
         return
     threadpoolctl = importlib.import_module("threadpoolctl")  # optional: not a dependency
@@ -218,8 +268,9 @@ def register_threadpoolctl() -> None:
     _threadpoolctl_registered = True
 
 
-on_settings_change(_k.set_num_threads, _k.set_pool_limit, _k.release_pool)
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(before=_k.shutdown_pool)
-if "threadpoolctl" in sys.modules:
-    register_threadpoolctl()
+if _k is not None:
+    on_settings_change(_k.set_num_threads, _k.set_pool_limit, _k.release_pool)
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(before=_k.shutdown_pool)
+    if "threadpoolctl" in sys.modules:
+        register_threadpoolctl()

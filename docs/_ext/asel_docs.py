@@ -162,6 +162,7 @@ def write_api() -> None:
 #: ``docs/`` is added before the API reference, so none is left out of the toctree.
 PAGE_ORDER = (
     "getting_started",
+    "platforms",
     "semantics",
     "where",
     "backends",

@@ -20,6 +20,7 @@ from arrayselect._errors import (
     SelectValueError,
 )
 from arrayselect._registry import force_portable, register_backend
+from arrayselect._runtime import runtime_info, show_runtime
 from arrayselect._select import backend_for, select
 from arrayselect._settings import (
     get_num_threads,
@@ -48,15 +49,17 @@ __all__ = [
     "get_pool_limit",
     "register_backend",
     "release_memory",
+    "runtime_info",
     "select",
     "select_shape",
     "set_num_threads",
     "set_pool_limit",
+    "show_runtime",
     "where",
 ]
 
-# NumPy is a hard dependency: its backend (the compiled kernel) loads with the
-# package, so a missing or broken build fails here, loudly. Other array
+# NumPy is a hard dependency: its backend loads with the package (on the compiled
+# kernel, or through numpy.where in a build without it; show_runtime() says). Other array
 # libraries' backends load when their arrays first arrive, but PyTorch's as soon
 # as torch is imported: torch.compile cannot create it (see _import_hook).
 importlib.import_module("arrayselect.backends.numpy_backend")

@@ -622,15 +622,10 @@ def _pyplot() -> Any:
 
 
 def print_kernel_info(echo: Callable[[str], None] = print) -> None:
-    """Say which instruction set the NumPy kernel's loops use, and its threads."""
-    from arrayselect._settings import get_num_threads
-    from arrayselect.backends.numpy_backend import kernel
+    """Say what this installation has: the NumPy kernel's instruction set and threads, ..."""
+    from arrayselect._runtime import show_runtime
 
-    info = kernel.isa_info()
-    echo(
-        f"numpy kernel: {info['current']} loops (compiled: {', '.join(info['compiled'])}; "
-        f"best on this CPU: {info['best']}), up to {get_num_threads()} threads"
-    )
+    show_runtime(echo)
 
 
 def main(quick: bool = False, png: str | None = None, echo: Callable[[str], None] = print) -> int:

@@ -18,7 +18,8 @@ Any doubt sends the call to the general path, which raises the error in the
 general path's order. So a cache can never change an answer. The hit path is
 C (``_fastcall.c``): for a backend whose whole call takes microseconds, the
 cache's bookkeeping in Python would be most of arrayselect's cost; the checks
-it calls are these Python functions.
+it calls are these Python functions. A build without a C compiler runs the same
+steps in Python (:mod:`arrayselect._fastcall_py`), with the same answers.
 """
 
 from __future__ import annotations
@@ -29,12 +30,21 @@ from typing import Any
 
 from arrayselect._backend import Backend
 from arrayselect._errors import SelectError
-from arrayselect._fastcall import SignatureCall
 from arrayselect._registry import FastPath
 from arrayselect._select import select_positional, validate
 from arrayselect._validate import Decision, check_devices, check_out_layout
 
-__all__ = ["Prepare", "Run", "SignatureCache"]
+try:
+    from arrayselect._fastcall import SignatureCall
+except ImportError as exc:  # built without a C compiler: the same hit path in Python
+    from arrayselect._fastcall_py import SignatureCall  # type: ignore[assignment]
+
+    #: Why the compiled hit path is missing (``None`` when it is there).
+    FASTCALL_MISSING: str | None = f"{type(exc).__name__}: {exc}"
+else:
+    FASTCALL_MISSING = None
+
+__all__ = ["FASTCALL_MISSING", "Prepare", "Run", "SignatureCache"]
 
 #: ``run(cond, then, else_, prepared, out)``: run a validated call. ``then`` and
 #: ``else_`` are arrays of the backend's types or Python scalars already checked

@@ -17,6 +17,7 @@ import numpy as np
 
 from arrayselect._errors import SelectShapeError
 from arrayselect._registry import force_portable
+from arrayselect._runtime import show_runtime
 from arrayselect._select import backend_for, select
 
 __all__ = ["LIBRARIES", "run_selfcheck"]
@@ -221,5 +222,6 @@ def run_selfcheck(echo: Callable[[str], None] = print) -> bool:
             echo(f"{label}: backend {backend_for(probe, probe, probe).name}")
     if missing:
         echo("not installed or no device: " + ", ".join(missing))
+    show_runtime(echo)
     echo("self-check " + ("passed" if ok else "FAILED"))
     return ok

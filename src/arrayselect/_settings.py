@@ -9,6 +9,10 @@ after every change.
   (``ARRAYSELECT_NUM_THREADS``, else the cores this process may run on);
 * the most bytes of freed large outputs a kernel keeps for reuse
   (``ARRAYSELECT_POOL_MB``), and :func:`release_memory` to free them now.
+
+In a build without the NumPy kernel (``arrayselect.show_runtime()`` says) no
+kernel subscribes: the functions still check, record and return their values,
+but nothing uses them.
 """
 
 from __future__ import annotations

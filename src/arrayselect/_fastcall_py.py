@@ -1,0 +1,155 @@
+"""The hit path of the fast-path protocol in Python, for builds without ``_fastcall``.
+
+:class:`SignatureCall` does what the compiled ``arrayselect._fastcall.SignatureCall``
+does, step for step (see ``_fastcall.c``): build the call's signature key, look it
+up in the cache's dict, and on a hit re-check what depends on values through the
+core's own checks; any doubt goes to the general path. It is only the cache's
+bookkeeping, so a build whose C compiler failed gives the same answers and the
+same errors, a few microseconds later per call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from typing import Any
+
+__all__ = ["SignatureCall"]
+
+_SCALAR_TYPES = frozenset({bool, int, float, complex})
+_NAMES = ("cond", "then", "else", "out")
+
+
+class SignatureCall:
+    """``SignatureCall(types, signature, cache, miss, general, run, backend,
+    check_devices, check_out, error, typed, run_checks_devices)``: call it with the
+    7 arguments of a fast path; the arguments are those of the compiled class."""
+
+    def __init__(
+        self,
+        types: frozenset[type],
+        signature: Any,
+        cache: dict[Any, Any],
+        miss: Callable[..., Any],
+        general: Callable[..., Any],
+        run: Callable[..., Any] | None,
+        backend: Any,
+        check_devices: Callable[..., Any] | None,
+        check_out: Callable[..., Any],
+        error: type[BaseException],
+        typed: bool,
+        run_checks_devices: bool,
+        /,
+    ) -> None:
+        if not isinstance(types, frozenset):
+            raise TypeError("types must be a frozenset")
+        self._types = types
+        # A tuple of attribute names is read directly, as the C version does.
+        self._attrs: tuple[str, ...] | None = signature if type(signature) is tuple else None
+        self._signature = signature
+        self._cache = cache
+        self._miss = miss
+        self._general = general
+        self._run = run
+        self._backend = backend
+        self._check_devices = check_devices
+        self._check_out = check_out
+        self._error = error
+        self._typed = typed
+        self._run_checks_devices = run_checks_devices
+
+    def _array_key(self, x: Any) -> Hashable:
+        if self._attrs is not None:
+            sig: Hashable = tuple(getattr(x, name) for name in self._attrs)
+        else:
+            sig = self._signature(x)
+        return (type(x), sig) if self._typed else sig
+
+    def _rechecks_pass(
+        self, cond: Any, then: Any, then_array: bool, else_: Any, else_array: bool, out: Any
+    ) -> bool:
+        """The value-dependent checks; ``False`` on a SelectError (the general path raises it)."""
+        try:
+            if self._check_devices is not None:
+                xs = (cond, then if then_array else None, else_ if else_array else None, out)
+                named = [(n, x) for n, x in zip(_NAMES, xs, strict=True) if x is not None]
+                self._check_devices(self._backend, named)
+            if out is not None:
+                self._check_out(self._backend, out)
+        except self._error:
+            return False
+        return True
+
+    def __call__(
+        self,
+        cond: Any,
+        then: Any,
+        else_: Any,
+        auto_broadcast: Any,
+        axis: Any,
+        cond_broadcast: Any,
+        out: Any,
+        /,
+    ) -> Any:
+        """The result, or ``NotImplemented`` for the general path."""
+        args = (cond, then, else_, auto_broadcast, axis, cond_broadcast, out)
+        if (
+            type(auto_broadcast) is not str
+            or type(axis) is not int
+            or type(cond_broadcast) is not str
+            or type(cond) not in self._types
+        ):
+            return NotImplemented
+        types = self._types
+        then_array = type(then) in types
+        else_array = type(else_) in types
+        out_array = out is not None and type(out) in types
+        # Arrays of the backend's types, or one Python scalar beside an array.
+        if (
+            (not then_array and not (else_array and type(then) in _SCALAR_TYPES))
+            or (not else_array and type(else_) not in _SCALAR_TYPES)
+            or (out is not None and not out_array)
+        ):
+            return NotImplemented
+        try:
+            key = (
+                self._array_key(cond),
+                self._array_key(then) if then_array else type(then),
+                self._array_key(else_) if else_array else type(else_),
+                self._array_key(out) if out_array else None,
+                auto_broadcast,
+                axis,
+                cond_broadcast,
+            )
+        except Exception:
+            # no signature (e.g. a tensor whose sizes cannot be read): the general
+            # path says why
+            return NotImplemented
+        entry = self._cache.get(key)
+        if entry is None:
+            return self._miss(key, *args)
+        _, prepared, then_range, else_range = entry
+        then_v, else_v = then, else_
+        scalar_range = then_range if then_range is not None else else_range
+        if scalar_range is not None:
+            value = then if then_range is not None else else_
+            if not scalar_range.admits(value):
+                return self._general(*args)
+            if then_range is not None:
+                then_v = scalar_range.prepare(value)
+            else:
+                else_v = scalar_range.prepare(value)
+        if (self._check_devices is not None or out is not None) and not self._rechecks_pass(
+            cond, then, then_array, else_, else_array, out
+        ):
+            return self._general(*args)
+        try:
+            if self._run is not None:
+                return self._run(cond, then_v, else_v, prepared, out)
+            if out is None:
+                return prepared(cond, then_v, else_v)
+            return prepared(cond, then_v, else_v, out)
+        except Exception:
+            if not self._run_checks_devices:
+                raise
+        # e.g. arrays on different devices: the general path raises the core's error
+        return self._general(*args)

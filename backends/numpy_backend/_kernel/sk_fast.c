@@ -66,7 +66,9 @@ typedef struct {
  * check_out_layout, whose error the general path raises. What can change
  * between two calls with the same key is exactly what is compared: strides and
  * the writeable flag. Overlap of out with the inputs is not part of this
- * verdict: sk_core looks at the addresses on every call.
+ * verdict: sk_core looks at the addresses on every call. (Another thread
+ * setting out.strides, deprecated since NumPy 2.4, while a call is between the
+ * check and the kernel races the general path the same way.)
  */
 typedef struct {
     int known;                          /* strides below hold an accepted out's */

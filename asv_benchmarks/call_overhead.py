@@ -7,12 +7,14 @@ Run it alternately with each build's Python, so that both see the same machine::
         .venv/bin/python asv_benchmarks/call_overhead.py numpy
     done
 
-``numpy``: ``select`` and ``np.where`` at 1 and 100 float32 elements (and
-``select`` with a Python scalar ``else``); ``jax``: eager ``select`` on 1-element
-arrays and ``jax.jit(lax.select)``, each followed by ``block_until_ready``. It
-prints one JSON line: the median over ``--repeats`` rounds of the per-call thread
-CPU time in ns, and each ``select`` time over its peer's (the ratio to compare
-between builds: the absolute times move with the machine).
+``numpy``: ``select`` and ``np.where`` at 1, 100 and 1000 float32 elements (and
+``select`` with a Python scalar ``else``, and ``select`` writing into ``out=``,
+whose ``out_ratio`` is its time over the same call without ``out``); ``jax``:
+eager ``select`` on 1-element arrays and ``jax.jit(lax.select)``, each followed
+by ``block_until_ready``. It prints one JSON line: the median over ``--repeats``
+rounds of the per-call thread CPU time in ns, and each ``select`` time over its
+peer's (the ratio to compare between builds: the absolute times move with the
+machine).
 """
 
 from __future__ import annotations
@@ -51,22 +53,30 @@ def _numpy_size(size: int, calls: int, repeats: int) -> dict[str, float]:
     c = rng.random(size) < 0.5
     a = rng.random(size, dtype=np.float32)
     b = -a
+    o = np.empty_like(a)
     medians = _medians(
         {
             f"select_{size}": lambda: asel.select(c, a, b),
             f"np.where_{size}": lambda: np.where(c, a, b),
             f"select_scalar_{size}": lambda: asel.select(c, a, 0.5),
+            f"select_out_{size}": lambda: asel.select(c, a, b, out=o),
         },
         calls,
         repeats,
     )
     medians[f"ratio_{size}"] = round(medians[f"select_{size}"] / medians[f"np.where_{size}"], 3)
+    medians[f"out_ratio_{size}"] = round(
+        medians[f"select_out_{size}"] / medians[f"select_{size}"], 3
+    )
     return medians
 
 
 def numpy_cases(calls: int, repeats: int) -> dict[str, float]:
-    """``select`` and ``np.where`` at 1 and 100 elements."""
-    return {**_numpy_size(1, calls, repeats), **_numpy_size(100, calls, repeats)}
+    """``select`` and ``np.where`` at 1, 100 and 1000 elements."""
+    medians: dict[str, float] = {}
+    for size in (1, 100, 1000):
+        medians.update(_numpy_size(size, calls, repeats))
+    return medians
 
 
 def jax_cases(calls: int, repeats: int) -> dict[str, float]:

@@ -1,4 +1,4 @@
-"""CPU-side tests of the CuPy backend: everything that needs no GPU (and no CuPy).
+"""CPU-side tests of the CuPy backend: everything that needs no GPU (most, no CuPy).
 
 * the dtype -> kernel mapping for every NumPy / ml_dtypes dtype and cond dtype;
 * the kernels' C code, *executed* on the CPU: the element-wise operation and the
@@ -8,6 +8,9 @@
 * where ``nvcc`` is installed: the vectorized kernels, and (with CuPy importable)
   the exact source CuPy generates for each element-wise kernel, compiled to PTX
   for sm_90 and checked for 16-byte loads and the absence of floating-point work;
+* with CuPy and NVRTC installed (no GPU): every kernel variant CuPy can generate,
+  compiled by NVRTC as CuPy does for sm_80 and sm_90 (a canonical set; all of
+  them with ``ARRAYSELECT_CUPY_SWEEP=full``);
 * launch parameters, the eligibility rule, overlap analysis;
 * the registry entry, and that ``import arrayselect`` does not import CuPy.
 """
@@ -16,10 +19,13 @@ from __future__ import annotations
 
 import ctypes
 import itertools
+import os
 import re
 import shutil
 import subprocess
 import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -273,44 +279,207 @@ def test_vector_kernels_compile_with_nvcc_to_16_byte_moves(tmp_path: Path):
         assert not _FLOAT_WORK.search(body), f"{spec.name}: floating-point instruction"
 
 
+@dataclass(frozen=True)
+class Variant:
+    """One element-wise kernel as CuPy generates it for a launch of the backend.
+
+    CuPy compiles one kernel per spec (cond and value item sizes) and per
+    argument signature: the arrays' dimension count (after CuPy merges
+    contiguous dimensions), C-contiguity and 32- or 64-bit indexing, and which
+    operands are scalars (the backend passes a Python-scalar ``then`` or
+    ``else`` as a raw NumPy scalar; ``cond`` and ``out`` are always arrays).
+    """
+
+    cond_size: int
+    value_size: int
+    ndim: int
+    index_32: bool
+    contiguous: bool
+    operands: str  # "arrays", "then scalar" or "else scalar"
+
+    def __str__(self) -> str:
+        bits = 32 if self.index_32 else 64
+        layout = "contiguous" if self.contiguous else "strided"
+        return (
+            f"c{self.cond_size}_v{self.value_size} {self.ndim}-d {bits}-bit {layout} "
+            f"{self.operands}"
+        )
+
+
+VARIANT_DIMS = (0, 1, 2, 3, 5)
+VARIANT_OPERANDS = ("arrays", "then scalar", "else scalar")
+SPECS = list(itertools.product(ck.COND_RAW_DTYPES, ck.VALUE_RAW_DTYPES))
+
+
+def _all_variants() -> list[Variant]:
+    """Every variant: 20 specs x dims x indexing x contiguity x operands. CuPy's
+    0-d arrays are always contiguous (its ``CArray`` has no strided 0-d form)."""
+    return [
+        Variant(c, v, nd, i32, contiguous, operands)
+        for (c, v), nd, i32, contiguous, operands in itertools.product(
+            SPECS, VARIANT_DIMS, (True, False), (True, False), VARIANT_OPERANDS
+        )
+        if nd > 0 or contiguous
+    ]
+
+
+def _canonical_variants() -> list[Variant]:
+    """A subset that still covers each axis: every spec in the commonest form
+    (1-d, 32-bit, contiguous, all arrays: what CuPy makes of contiguous inputs),
+    and each other value of each axis once per value size, with the cond size
+    rotating."""
+    base = {"ndim": 1, "index_32": True, "contiguous": True, "operands": "arrays"}
+    others: list[dict[str, Any]] = [{"ndim": nd} for nd in VARIANT_DIMS if nd != 1]
+    others += [{"index_32": False}, {"contiguous": False}]
+    others += [{"operands": o} for o in VARIANT_OPERANDS if o != "arrays"]
+    variants = [Variant(c, v, **base) for c, v in SPECS]
+    conds = list(ck.COND_RAW_DTYPES)
+    for k, change in enumerate(others):
+        for j, v in enumerate(ck.VALUE_RAW_DTYPES):
+            variants.append(Variant(conds[(k + j) % len(conds)], v, **(base | change)))
+    return variants
+
+
+SWEEP_ENV = "ARRAYSELECT_CUPY_SWEEP"
+
+
+def _sweep() -> list[Variant]:
+    """The canonical variants, or all of them with ``ARRAYSELECT_CUPY_SWEEP=full``."""
+    return _all_variants() if os.environ.get(SWEEP_ENV) == "full" else _canonical_variants()
+
+
+def _cupy_elementwise_source(variant: Variant) -> str:
+    """The source CuPy generates for this variant (without the headers it prepends)."""
+    cupy = pytest.importorskip("cupy", reason="cupy is not installed")
+    from cupy._core import _carray, _kernel, _scalar
+
+    spec = ck._elementwise_spec(variant.cond_size, variant.value_size)
+    in_params = _kernel._get_param_info(spec.in_params, True)
+    out_params = _kernel._get_param_info(spec.out_params, False)
+    dtypes = [np.dtype(spec.cond_dtype)] + [np.dtype(spec.value_dtype)] * 3
+    # Fixed parameter types accept exactly the raw views: CuPy adds no cast.
+    in_types, out_types, type_map = _kernel._decide_params_type(
+        in_params, out_params, tuple(dtypes[:3]), tuple(dtypes[3:])
+    )
+    assert list(in_types) + list(out_types) == dtypes
+    for p, ctype in zip(
+        in_params + out_params, [spec.cond_ctype] + [spec.value_ctype] * 3, strict=True
+    ):
+        assert p.ctype == ctype
+    params = in_params + out_params + (_kernel.ParameterInfo("CIndexer _ind", False),)
+    scalar = {"arrays": -1, "then scalar": 1, "else scalar": 2}[variant.operands]
+    nd, i32 = variant.ndim, variant.index_32
+    arginfos = tuple(
+        _kernel._ArgInfo(3, _scalar.CScalar, d, 0, True, True)  # a CScalar
+        if k == scalar
+        else _kernel._ArgInfo(1, cupy.ndarray, d, nd, variant.contiguous, i32)  # an ndarray
+        for k, d in enumerate(dtypes)
+    )
+    arginfos += (_kernel._ArgInfo(2, _carray.Indexer, None, nd, True, i32),)
+    return str(
+        _kernel._get_elementwise_kernel_code(
+            arginfos, type_map, params, spec.operation, spec.name, ""
+        )
+    )
+
+
 def test_cupy_generated_elementwise_kernels_compile_with_nvcc(tmp_path: Path):
     """The exact source CuPy generates for each spec (needs CuPy importable, no GPU)."""
     nvcc = _nvcc()
-    cupy = pytest.importorskip("cupy", reason="cupy is not installed")
-    from cupy._core import _carray, _kernel, core
+    pytest.importorskip("cupy", reason="cupy is not installed")
+    from cupy._core import core
 
-    sources = []
-    for cond_size, value_size in itertools.product(ck.COND_RAW_DTYPES, ck.VALUE_RAW_DTYPES):
-        spec = ck._elementwise_spec(cond_size, value_size)
-        in_params = _kernel._get_param_info(spec.in_params, True)
-        out_params = _kernel._get_param_info(spec.out_params, False)
-        dtypes = [np.dtype(spec.cond_dtype)] + [np.dtype(spec.value_dtype)] * 3
-        # Fixed parameter types accept exactly the raw views: CuPy adds no cast.
-        in_types, out_types, type_map = _kernel._decide_params_type(
-            in_params, out_params, tuple(dtypes[:3]), tuple(dtypes[3:])
-        )
-        assert list(in_types) + list(out_types) == dtypes
-        for p, ctype in zip(
-            in_params + out_params, [spec.cond_ctype] + [spec.value_ctype] * 3, strict=True
-        ):
-            assert p.ctype == ctype
-        params = in_params + out_params + (_kernel.ParameterInfo("CIndexer _ind", False),)
-        arginfos = tuple(_kernel._ArgInfo(1, cupy.ndarray, d, 2, False, True) for d in dtypes)
-        arginfos += (_kernel._ArgInfo(2, _carray.Indexer, None, 2, False, True),)
-        sources.append(
-            _kernel._get_elementwise_kernel_code(
-                arginfos, type_map, params, spec.operation, spec.name, ""
-            )
-        )
+    sources = [_cupy_elementwise_source(Variant(c, v, 2, True, False, "arrays")) for c, v in SPECS]
     headers = "".join(f"#include <{h}>\n" for h in core._cupy_header_list)
     options = list(core.assemble_cupy_compiler_options(()))
     assert nvcc
     entries = _entries(_ptx(tmp_path, headers + "\n".join(sources), options))
-    for cond_size, value_size in itertools.product(ck.COND_RAW_DTYPES, ck.VALUE_RAW_DTYPES):
+    for cond_size, value_size in SPECS:
         spec = ck._elementwise_spec(cond_size, value_size)
         body = entries[spec.name]
         assert not _FLOAT_WORK.search(body), f"{spec.name}: floating-point instruction"
         assert f"ld.global.u{8 * cond_size}" in body, f"{spec.name}: cond not read whole"
+
+
+# ------------------------------------------------------------------ NVRTC, as CuPy compiles
+
+NVRTC_ARCHS = ("80", "90")
+
+
+@pytest.fixture(scope="module")
+def nvrtc() -> Callable[..., bytes]:
+    """``compile(source, arch, cupy_headers)``: NVRTC as CuPy calls it, for ``sm_<arch>``.
+
+    CuPy asks the GPU for the architecture; here it is given. The options are
+    CuPy's own, assembled as for a launch (``assemble_cupy_compiler_options``,
+    ``-ftz=true``, ``--device-as-default-execution-space``, ``--pch`` where CuPy
+    adds it), and the program is CuPy's NVRTC wrapper: no device is touched.
+    """
+    pytest.importorskip("cupy", reason="cupy is not installed")
+    from cupy._core import core
+    from cupy.cuda import compiler
+
+    try:
+        version = compiler._get_nvrtc_version()
+    except Exception as exc:  # no NVRTC library, or one CuPy cannot load
+        pytest.skip(f"NVRTC cannot be loaded ({type(exc).__name__}: {exc})")
+    headers = "".join(f"#include <{h}>\n" for h in core._cupy_header_list)
+    method = "ptx" if compiler._use_ptx else "cubin"
+    pch = ("--pch",) if compiler._use_pch and version >= (12, 8) else ()
+
+    def compile_(source: str, arch: str, cupy_headers: bool) -> bytes:
+        options = tuple(core.assemble_cupy_compiler_options(()))
+        options += ("-ftz=true", f"-arch={'compute' if method == 'ptx' else 'sm'}_{arch}")
+        options += ("--device-as-default-execution-space", *pch)
+        prog = compiler._NVRTCProgram(
+            (headers if cupy_headers else "") + source, "kern.cu", method=method
+        )
+        binary, _ = prog.compile(options)
+        return bytes(binary)
+
+    return compile_
+
+
+@pytest.mark.parametrize("arch", NVRTC_ARCHS)
+@pytest.mark.parametrize(("cond_size", "value_size"), SPECS)
+def test_every_elementwise_variant_compiles_with_nvrtc(
+    nvrtc: Callable[..., bytes], arch: str, cond_size: int, value_size: int
+):
+    """Each variant of this spec in the sweep (canonical, or all with
+    ``ARRAYSELECT_CUPY_SWEEP=full``), compiled by NVRTC as CuPy would."""
+    variants = [v for v in _sweep() if (v.cond_size, v.value_size) == (cond_size, value_size)]
+    assert variants
+    name = ck._elementwise_spec(cond_size, value_size).name.encode()
+    for variant in variants:
+        binary = nvrtc(_cupy_elementwise_source(variant), arch, True)
+        assert name in binary, f"{variant}: no kernel {name!r} in the sm_{arch} binary"
+
+
+@pytest.mark.parametrize("arch", NVRTC_ARCHS)
+@pytest.mark.parametrize("value_size", [1, 2, 4, 8])
+def test_vector_kernels_compile_with_nvrtc(nvrtc: Callable[..., bytes], arch: str, value_size: int):
+    """The 16-byte kernels as ``cupy.RawKernel`` compiles them (no CuPy headers)."""
+    spec = ck.vector_spec(1, value_size)
+    assert spec is not None
+    assert spec.name.encode() in nvrtc(spec.source, arch, False)
+
+
+def test_sweep_covers_each_axis():
+    """The canonical set has every spec, and every value of every axis."""
+    canonical, full = _canonical_variants(), _all_variants()
+    assert set(canonical) <= set(full) and len(set(canonical)) == len(canonical)
+    assert len(full) == 20 * (1 + 4 * 2) * 2 * 3
+    assert {(v.cond_size, v.value_size) for v in canonical} == set(SPECS)
+    for axis, values in [
+        ("ndim", VARIANT_DIMS),
+        ("index_32", (True, False)),
+        ("contiguous", (True, False)),
+        ("operands", VARIANT_OPERANDS),
+    ]:
+        assert {getattr(v, axis) for v in canonical} == set(values), axis
+        for value in values:
+            sizes = {v.value_size for v in canonical if getattr(v, axis) == value}
+            assert sizes == set(ck.VALUE_RAW_DTYPES), (axis, value)
 
 
 # ------------------------------------------------------------------ launch parameters

@@ -179,9 +179,10 @@ def test_numpy_backend_never_calls_np_where(no_where: None) -> None:
 
 
 def test_fast_path_serves_repeated_calls() -> None:
-    numpy_fast.clear_cache()
     cond = random_cond((3, 4))
     then = np.ones((3, 4), np.float32)
+    asel.select(cond, then, -then)  # the process's first select installs the fast path
+    numpy_fast.clear_cache()
     hits = numpy_kernel.kernel_stats()["hits"]
     first = asel.select(cond, then, -then)
     for _ in range(5):
@@ -642,6 +643,153 @@ def test_out_errors_identical_on_hits() -> None:
     ro.flags.writeable = False
     with pytest.raises(ValueError, match="read-only"):
         asel.select(c, a, a, out=ro)
+
+
+def _out_layouts() -> dict[str, np.ndarray]:
+    """Float64 ``out`` arrays of shape (4, 3), one per layout, fresh on each call:
+    accepted ones (C, F, reversed, strided, interleaved but disjoint) and refused
+    ones (read-only, a zero stride, elements sharing bytes)."""
+    as_strided = np.lib.stride_tricks.as_strided
+    read_only = np.empty((4, 3))
+    read_only.flags.writeable = False
+    read_only_f = np.empty((3, 4)).T
+    read_only_f.flags.writeable = False
+    return {
+        "C": np.empty((4, 3)),
+        "F": np.empty((3, 4)).T,
+        "reversed": np.empty((4, 3))[::-1, ::-1],
+        "strided": np.empty((8, 6))[::2, ::2],
+        # offsets 0, 16, 32 | 8, 24, 40 | ...: rows interleave, elements disjoint
+        "interleaved": as_strided(np.empty(13), (4, 3), (8, 32), writeable=True),
+        "read-only": read_only,
+        "read-only F": read_only_f,
+        "zero stride": as_strided(np.empty(3), (4, 3), (0, 8), writeable=True),
+        "shared bytes": as_strided(np.empty(16), (4, 3), (24, 4), writeable=True),
+    }
+
+
+def _outcome(c: np.ndarray, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> tuple[str, str]:
+    """What ``select(c, a, b, out=out)`` did: its exception's type and message, or
+    the bits it wrote."""
+    try:
+        result = asel.select(c, a, b, out=out)
+    except Exception as exc:
+        return type(exc).__name__, str(exc)
+    return "result", bits(np.array(result)).tobytes().hex()
+
+
+def test_out_verdict_cached_per_layout_same_as_cold() -> None:
+    """C keeps the core's verdict on ``out`` per signature (the strides of an
+    accepted writeable ``out``); every layout, after a warm cache of every other
+    layout, gets exactly what it gets cold: same result or same error and message,
+    inputs and ``out`` untouched."""
+    c = random_cond((4, 3))
+    a, b = random_array((4, 3), np.dtype("f8")), random_array((4, 3), np.dtype("f8"))
+    a0, b0, c0 = a.copy(), b.copy(), c.copy()
+    names = list(_out_layouts())
+    cold = {}
+    for name in names:
+        numpy_fast.clear_cache()
+        cold[name] = _outcome(c, a, b, _out_layouts()[name])
+    expected = oracle(c, a, b)
+    for name in ("C", "F", "reversed", "strided", "interleaved"):
+        assert cold[name] == ("result", expected.tobytes().hex()), name
+    for name in ("read-only", "read-only F", "zero stride", "shared bytes"):
+        assert cold[name][0] == "SelectValueError", name
+    for warm in ("C", "F", "reversed", "strided", "interleaved"):
+        for probe in names:
+            numpy_fast.clear_cache()
+            for _ in range(2):  # a miss, then a hit: the verdict is cached
+                asel.select(c, a, b, out=_out_layouts()[warm])
+            out = _out_layouts()[probe]
+            before = bits(out).copy()
+            got = _outcome(c, a, b, out)
+            assert got == cold[probe], (warm, probe)
+            if got[0] != "result":
+                np.testing.assert_array_equal(bits(out), before)
+            for x, x0 in ((a, a0), (b, b0), (c, c0)):
+                np.testing.assert_array_equal(bits(x), bits(x0))
+
+
+def test_out_verdict_rechecks_what_can_change() -> None:
+    """A hit with an ``out`` of the cached strides calls no Python check; an ``out``
+    made read-only after the cache was warmed (the same object) is refused with the
+    cold message and left as it was; writeable again, it is accepted again."""
+    numpy_fast.clear_cache()
+    c = random_cond((6,))
+    a, b = random_array((6,), np.dtype("f4")), random_array((6,), np.dtype("f4"))
+    out = np.zeros(6, np.float32)
+    asel.select(c, a, b, out=out)
+    checks = K.fast_stats()["out_checks"]
+    for _ in range(3):
+        assert asel.select(c, a, b, out=out) is out
+    assert K.fast_stats()["out_checks"] == checks  # the cached verdict served the hits
+    assert_bits_equal(out, oracle(c, a, b))
+    out[:] = 0
+    out.flags.writeable = False
+    with pytest.raises(asel.SelectValueError) as warm:
+        asel.select(c, a, b, out=out)
+    assert not out.any()
+    numpy_fast.clear_cache()
+    with pytest.raises(asel.SelectValueError) as cold:
+        asel.select(c, a, b, out=out)
+    assert str(warm.value) == str(cold.value)
+    out.flags.writeable = True
+    asel.select(c, a, b, out=np.empty(6, np.float32))  # warm again, another out
+    assert asel.select(c, a, b, out=out) is out
+    assert_bits_equal(out, oracle(c, a, b))
+
+
+@pytest.mark.usefixtures("isa")
+def test_out_overlapping_inputs_after_a_warm_cache() -> None:
+    """Overlap of ``out`` with the inputs is not part of the cached verdict: on hits
+    ``out`` may still be ``then`` or ``else`` (in place), and a partial overlap still
+    goes through a temporary, with the same bits as cold."""
+    base = random_array((1001,), np.dtype("f8"))
+    cond = random_cond((1000,))
+    numpy_fast.clear_cache()
+    for _ in range(2):
+        asel.select(cond, base[1:], base[:-1], out=np.empty(1000))
+    data = base.copy()
+    expected = oracle(cond, data[1:].copy(), data[:-1].copy())
+    temps = numpy_kernel.kernel_stats()["temporary_calls"]
+    asel.select(cond, data[1:], data[:-1], out=data[:-1])
+    assert_bits_equal(data[:-1], expected)
+    assert numpy_kernel.kernel_stats()["temporary_calls"] == temps + 1
+    x, y = base[:1000].copy(), base[1:].copy()
+    expected = oracle(cond, x, y)
+    assert asel.select(cond, x, y, out=x) is x
+    assert_bits_equal(x, expected)
+    assert numpy_kernel.kernel_stats()["temporary_calls"] == temps + 1
+
+
+def test_out_verdict_not_cached_for_another_out_layout() -> None:
+    """``configure``'s last argument: when the backend's ``out_layout`` is not
+    NumPy's own, every hit with ``out`` asks the core's check."""
+    numpy_fast.clear_cache()
+    c = random_cond((5,))
+    a = random_array((5,), np.dtype("f4"))
+    calls: list[Any] = []
+    backend = asel.backend_for(c, a, a)
+
+    def check(out: Any) -> None:
+        calls.append(out)
+        asel.plugin.check_out_layout(backend, out)
+
+    try:
+        for cache_verdict, expected_calls in ((False, 3), (True, 0)):
+            K.configure(numpy_fast._make_miss(backend), asel.plugin.select_positional,
+                        check, cache_verdict)  # fmt: skip
+            numpy_fast.clear_cache()
+            out = np.empty(5, np.float32)
+            asel.select(c, a, -a, out=out)
+            calls.clear()
+            for _ in range(3):
+                assert asel.select(c, a, -a, out=out) is out
+            assert len(calls) == expected_calls
+    finally:
+        numpy_fast.fast_path(backend)
+        numpy_fast.clear_cache()
 
 
 # --------------------------------------------------------------------------

@@ -54,7 +54,10 @@ def elementwise_kernel(cond_itemsize: int, value_itemsize: int) -> Any:
 
 
 def vector_kernel(spec: ck.VectorSpec) -> Any:
-    """The ``cupy.RawKernel`` of a :class:`~arrayselect.backends.cupy_kernels.VectorSpec`."""
+    """The ``cupy.RawKernel`` of a vectorized kernel's spec (created once, then cached).
+
+    ``spec`` is a :class:`~arrayselect.backends.cupy_backend.kernels.VectorSpec`.
+    """
     kernel = _vector_kernels.get(spec.value_itemsize)
     if kernel is None:
         with _lock:

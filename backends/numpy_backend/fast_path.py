@@ -8,8 +8,13 @@ a scalar operand's :class:`~arrayselect.plugin.ScalarRange`). On a miss it calls
 :func:`_miss` here: the core validates (raising the general path's errors), the
 backend runs, and the decision is handed to the C cache. On a hit C re-checks
 only what depends on values, with what the core handed over: the scalar range,
-and ``out``'s memory through :func:`arrayselect.plugin.check_out_layout`. No
-rule is written here or in C.
+and ``out``'s memory. For ``out`` C keeps, per signature, the strides of an
+``out`` that :func:`arrayselect.plugin.check_out_layout` accepted: that check
+depends only on ``out``'s shape, item size, strides and writeable flag (what
+``NumpyBackend.out_layout`` reports), the signature fixes the first two, so a
+writeable ``out`` with the same strides gets the same verdict without the call;
+any other ``out`` is checked by the core again (the proof is written in
+``sk_fast.c``). No rule is written here or in C.
 
 In a build without the kernel the backend's fast path is the core's
 :class:`~arrayselect.plugin.SignatureCache` instead (see the backend).
@@ -64,8 +69,16 @@ def _make_miss(backend: Any) -> Callable[..., Any]:
 
 def fast_path(backend: Any) -> FastPath:
     """The compiled fast path for ``np.ndarray`` conds, serving ``backend``."""
+    from . import NumpyBackend  # the package imports this module first
+
     check_out = functools.partial(check_out_layout, backend)
-    _k.configure(_make_miss(backend), select_positional, check_out)
+    # C may cache check_out's verdict only when shape and out_layout report out's
+    # own shape, writeable flag, strides and item size, which C reads directly.
+    memory_layout = (
+        type(backend).out_layout is NumpyBackend.out_layout
+        and type(backend).shape is NumpyBackend.shape
+    )
+    _k.configure(_make_miss(backend), select_positional, check_out, memory_layout)
     return FastPath((np.ndarray,), _k.fast_select)
 
 

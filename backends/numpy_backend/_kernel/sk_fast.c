@@ -11,8 +11,9 @@
  * core's validation has passed. On a hit only what depends on values is
  * checked again, with what the core handed over: a Python scalar against the
  * range the core derived (ScalarRange.admits: low <= value <= high, each part
- * of a complex), and `out`'s memory through the core's check_out_layout. Any
- * doubt goes to the general path, which raises the error. Calls this path does
+ * of a complex), and `out`'s memory: the core's verdict on it, cached (see
+ * "out's verdict" below), else the core's check_out_layout. Any doubt goes to
+ * the general path, which raises the error. Calls this path does
  * not know (subclasses, NumPy scalars, options of other types, two Python
  * scalars) return NotImplemented. The cache is a direct-mapped table used with
  * the GIL held.
@@ -48,6 +49,32 @@ typedef struct {
     int as_float;         /* convert a Python int through a Python float */
 } sk_range;
 
+/*
+ * out's verdict. The core's check_out_layout(backend, out) raises or passes
+ * according to backend.shape(out) and backend.out_layout(out) alone: the
+ * writeable flag, the strides and the item size (its docstring and body). For
+ * the NumPy backend those are out.shape, out.flags.writeable, out.strides and
+ * out.itemsize (NumpyBackend.out_layout and .shape), so the verdict is a
+ * function of (shape, itemsize, strides, writeable). An entry's key fixes
+ * out's shape and dtype, hence its item size; the entry keeps the strides of
+ * an out the core accepted (writeable, since it accepted it), set by
+ * `remember` right after the core's validation passed with that out, or after
+ * check_out_layout passed on a hit. A later out of this entry that is
+ * writeable and has those strides gives the same four inputs, so the same
+ * verdict: pass, with no call. Anything else (read-only, other strides, a
+ * backend whose out_layout is not NumpyBackend's: `configure` says) asks
+ * check_out_layout, whose error the general path raises. What can change
+ * between two calls with the same key is exactly what is compared: strides and
+ * the writeable flag. Overlap of out with the inputs is not part of this
+ * verdict: sk_core looks at the addresses on every call. (Another thread
+ * setting out.strides, deprecated since NumPy 2.4, while a call is between the
+ * check and the kernel races the general path the same way.)
+ */
+typedef struct {
+    int known;                          /* strides below hold an accepted out's */
+    npy_intp strides[SK_CACHE_MAXDIM];  /* out's strides (out's nd: the key's) */
+} sk_out_verdict;
+
 typedef struct {
     int used;
     sk_key key;           /* owns references to ab, cb, ckey, tkey, ekey, okey */
@@ -55,10 +82,14 @@ typedef struct {
     sk_dims dims[3];
     PyArray_Descr *odt;   /* output dtype (owned) */
     sk_range range;       /* of the scalar operand, if any */
+    sk_out_verdict out_ok;
 } sk_entry;
 
 static sk_entry sk_cache[SK_CACHE_SLOTS];
 static PyObject *sk_miss = NULL, *sk_general = NULL, *sk_check_out = NULL;
+/* configure(): the backend's out_layout is NumpyBackend's, so verdicts may be cached */
+static int sk_cache_out_verdict = 0;
+static unsigned long long sk_out_checks = 0;
 static unsigned long long sk_fast_hits = 0, sk_fast_misses = 0;
 
 static inline Py_hash_t
@@ -260,6 +291,34 @@ sk_admits(const sk_range *R, PyObject *v)
     return r;
 }
 
+/* Record `out` (of E's key) as one the core accepted, if verdicts may be cached. */
+static void
+sk_out_accepted(sk_entry *E, PyObject *out)
+{
+    if (out == Py_None || !sk_cache_out_verdict) {
+        return;
+    }
+    PyArrayObject *o = (PyArrayObject *)out;
+    memcpy(E->out_ok.strides, PyArray_STRIDES(o), sizeof(npy_intp) * (size_t)PyArray_NDIM(o));
+    E->out_ok.known = PyArray_ISWRITEABLE(o); /* always, for an out the core accepted */
+}
+
+/* 1: out gets the verdict the core gave E's recorded out (pass), 0: ask the core. */
+static int
+sk_out_known(const sk_entry *E, PyArrayObject *out)
+{
+    if (!E->out_ok.known || !PyArray_ISWRITEABLE(out)) {
+        return 0;
+    }
+    const npy_intp *st = PyArray_STRIDES(out);
+    for (int d = 0; d < PyArray_NDIM(out); d++) {
+        if (st[d] != E->out_ok.strides[d]) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 static int
 sk_shape_from_tuple(PyObject *t, sk_shape *S)
 {
@@ -352,6 +411,8 @@ sk_remember(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
     Py_XINCREF(E.range.high);
     E.odt = (PyArray_Descr *)args[11];
     Py_INCREF(E.odt);
+    /* The core has just accepted this out (remember runs after its validation). */
+    sk_out_accepted(&E, args[6]);
     E.used = 1;
     sk_entry *slot = &sk_cache[(size_t)K.hash % SK_CACHE_SLOTS];
     sk_entry old = *slot;
@@ -373,17 +434,24 @@ sk_clear_cache(PyObject *NPY_UNUSED(self), PyObject *NPY_UNUSED(args))
 }
 
 /*
- * configure(miss, general, check_out)
+ * configure(miss, general, check_out, cache_out_verdict)
  *
  * miss and general take the 7 arguments of fast_select (miss validates, runs
  * and remembers; general runs the general path); check_out(out) is the core's
- * check of out's memory (raises when out is read-only or overlaps itself).
+ * check of out's memory (raises when out is read-only or overlaps itself);
+ * cache_out_verdict: the backend's out_layout is NumpyBackend's, so the
+ * verdict of check_out depends on out's shape, dtype, strides and writeable
+ * flag alone and may be cached (see "out's verdict").
  */
 PyObject *
 sk_configure(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "configure() takes exactly 3 arguments");
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "configure() takes exactly 4 arguments");
+        return NULL;
+    }
+    const int cache_verdict = PyObject_IsTrue(args[3]);
+    if (cache_verdict < 0) {
         return NULL;
     }
     PyObject **slots[3] = {&sk_miss, &sk_general, &sk_check_out};
@@ -396,6 +464,11 @@ sk_configure(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t nargs
     for (int i = 0; i < 3; i++) {
         Py_INCREF(args[i]);
         Py_XSETREF(*slots[i], args[i]);
+    }
+    sk_cache_out_verdict = cache_verdict;
+    /* verdicts recorded under another configuration must not be trusted */
+    for (int i = 0; i < SK_CACHE_SLOTS; i++) {
+        sk_cache[i].out_ok.known = 0;
     }
     Py_RETURN_NONE;
 }
@@ -452,7 +525,8 @@ sk_fast_select(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t nar
     if (scalar != NULL && !sk_admits(&E->range, scalar)) {
         return sk_call7(sk_general, args);
     }
-    if (out != Py_None) {
+    if (out != Py_None && !sk_out_known(E, (PyArrayObject *)out)) {
+        sk_out_checks++;
         PyObject *ok = PyObject_CallOneArg(sk_check_out, out);
         if (ok == NULL) {
             PyErr_Clear(); /* the general path raises it again, in its order */
@@ -464,6 +538,7 @@ sk_fast_select(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t nar
             PyErr_Clear();
             return sk_call7(sk_general, args);
         }
+        sk_out_accepted(E, out); /* the core has just accepted this out */
     }
     sk_fast_hits++;
 
@@ -522,5 +597,6 @@ done:
 PyObject *
 sk_fast_stats(PyObject *NPY_UNUSED(self), PyObject *NPY_UNUSED(args))
 {
-    return Py_BuildValue("{s:K,s:K}", "hits", sk_fast_hits, "misses", sk_fast_misses);
+    return Py_BuildValue("{s:K,s:K,s:K}", "hits", sk_fast_hits, "misses", sk_fast_misses,
+                         "out_checks", sk_out_checks);
 }

@@ -9,27 +9,24 @@
  * on raw bits, for any number of cases, on the thread pool.
  *
  * One pass: the output is cut into blocks of up to SK_FAM_BLOCK_MAX elements
- * (SK_FAM_BLOCK_BYTES of output). Each block is built in L1 by a chain of
- * two-way selects, the last case first:
+ * (SK_FAM_BLOCK_BYTES of output) that stay in L1 while every case is applied
+ * to them, the last case first, so that the first true condition (the
+ * matching index) is the one written last:
  *
- *     select_cases: ob = conds[n-1] ? choices[n-1] : default
- *                   ob = conds[k]   ? choices[k]   : ob      k = n-2 .. 0
- *     select_n:     ob = (which == m-2) ? cases[m-2] : cases[m-1]
- *                   ob = (which == k)   ? cases[k]   : ob    k = m-3 .. 0
+ *     select_cases: ob = default;  ob = conds[k] ? choices[k] : ob,   k = n-1 .. 0
+ *     select_n:     ob = cases[m-1]; ob = (which == k) ? cases[k] : ob, k = m-2 .. 0
  *
- * so the first true condition (the matching index) is the one written last.
- * Every input element is read once from memory, the output block stays in L1
- * while the n steps run on it, and each output element is written to memory
- * once. The steps are the select kernel's own loops (sk_loop_table: branchless,
- * vectorized, one copy per instruction set), chosen per step by the layout of
- * that step's operands exactly as a select picks them: contiguous, a
- * broadcast scalar, in place, strided through L1 buffers, or the generic loop
- * for odd item sizes and misaligned data.
+ * Every input element is read once from memory and each output element
+ * written once. Cases go four at a time through a group loop that reads
+ * their streams together (bool conds and contiguous rows; see "Fused
+ * groups"); any other layout (a broadcast scalar, strided rows, wider conds,
+ * odd item sizes, misaligned data) goes case by case through the select
+ * kernel's own loops (sk_loop_table: branchless, one copy per instruction
+ * set), each picked for that case's operands as a select picks its loop.
  *
- * select_n compares `which` with k into a byte mask per step; the block's
- * indices are range-checked first (one max over the block), so an index
- * outside [0, n) is found in the same pass and no block containing one is
- * written.
+ * select_n range-checks a block's indices first (one max over the block) and
+ * narrows them to uint8 for the group loops, so an index outside [0, n) is
+ * found in the same pass, and no block that holds one is written.
  *
  * Threads: the whole call is one sk_job of one flat dimension whose loop is
  * sk_fam_loop (see sk_fam_run), so the pool's decision (cost, room, loops),
@@ -63,6 +60,7 @@ typedef struct {
     npy_intp *strides;   /* [nops][nd], memory order */
     npy_intp *csz;       /* [nconds] */
     int generic;         /* odd item size or misaligned data: the generic loop */
+    int grouped;         /* item size 1, 2, 4 or 8, aligned: the group loops */
     const sk_loop_table *table;
     npy_intp bad;        /* select_n: a flat index of an out-of-range index, or SK_FAM_NO_BAD */
 } sk_fam;
@@ -107,6 +105,15 @@ typedef struct {
             }                                                                                 \
         }                                                                                     \
         return m;                                                                             \
+    }                                                                                         \
+    static void NAME##_narrow(npy_intp m, const char *w, npy_intp ws,                        \
+                              uint8_t *SK_FAM_RESTRICT ib)                                    \
+    {                                                                                         \
+        for (npy_intp i = 0; i < m; i++) {                                                    \
+            UT v;                                                                             \
+            memcpy(&v, w + i * ws, sizeof(UT));                                               \
+            ib[i] = (uint8_t)v;                                                               \
+        }                                                                                     \
     }                                                                                         \
     static void NAME##_mask(npy_intp m, const char *w, npy_intp ws, uint64_t k,              \
                             uint8_t *SK_FAM_RESTRICT mb)                                      \
@@ -162,6 +169,18 @@ sk_fam_first(npy_intp wsz, npy_intp m, const char *w, npy_intp ws, uint64_t lim)
     }
 }
 
+/* which's values (all in [0, 256)) as uint8. */
+static void
+sk_fam_narrow(npy_intp wsz, npy_intp m, const char *w, npy_intp ws, uint8_t *ib)
+{
+    switch (wsz) {
+        case 1: sk_fam_w1_narrow(m, w, ws, ib); break;
+        case 2: sk_fam_w2_narrow(m, w, ws, ib); break;
+        case 4: sk_fam_w4_narrow(m, w, ws, ib); break;
+        default: sk_fam_w8_narrow(m, w, ws, ib); break;
+    }
+}
+
 static void
 sk_fam_mask(npy_intp wsz, npy_intp m, const char *w, npy_intp ws, uint64_t k, uint8_t *mb)
 {
@@ -172,6 +191,133 @@ sk_fam_mask(npy_intp wsz, npy_intp m, const char *w, npy_intp ws, uint64_t k, ui
         default: sk_fam_w8_mask(m, w, ws, k, mb); break;
     }
 }
+
+/* ------------------------------------------------------------------------ */
+/* Fused groups: up to four cases in one loop                                */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A chain of two-way steps reads each case's block alone, a few KiB of one
+ * stream, then moves on: from DRAM that is a latency-bound pattern (measured:
+ * half the bandwidth of a chain of whole-array selects). A group loop reads up
+ * to SK_FAM_GROUP cases' streams (bool conds, contiguous values) and the
+ * running output in the same loop, so they all stream together:
+ *
+ *     v = init[i]; v = c[g-1][i] ? a[g-1][i] : v; ... v = c[0][i] ? a[0][i] : v; o[i] = v
+ *
+ * select_n's groups test an index buffer (uint8, idx[i] == kb + j) instead of
+ * bool conds. `init` is another array, or o itself (in place: its own loop,
+ * so the compiler needs no run-time alias check).
+ */
+#define SK_FAM_GROUP 4
+
+/* c ? x : y with both loaded first (a conditional load does not vectorize): the ternary
+ * for items of up to 4 bytes, a mask for wider ones (as the select loops do). */
+#define SK_FAM_SEL(VT, c, x, y) sk_fam_sel_##VT((c) != 0, (x), (y))
+#define SK_FAM_SEL_FN(VT)                                                                     \
+    static inline VT sk_fam_sel_##VT(int c, VT x, VT y)                                       \
+    {                                                                                         \
+        if (sizeof(VT) <= 4) {                                                                \
+            return c ? x : y;                                                                 \
+        }                                                                                     \
+        const VT mk = (VT)0 - (VT)c;                                                          \
+        return (VT)((x & mk) | (y & (VT)~mk));                                                \
+    }
+SK_FAM_SEL_FN(uint8_t)
+SK_FAM_SEL_FN(uint16_t)
+SK_FAM_SEL_FN(uint32_t)
+SK_FAM_SEL_FN(uint64_t)
+#undef SK_FAM_SEL_FN
+
+/* One loop body for g = 1 .. 4 cases; COND(j) is case j's test at element i. */
+#define SK_FAM_GROUP_BODY(VT, COND, INIT)                                                     \
+    switch (g) {                                                                              \
+        case 4:                                                                               \
+            for (npy_intp i = 0; i < m; i++) {                                                \
+                VT v = INIT;                                                                  \
+                v = SK_FAM_SEL(VT, COND(3), (VT)a3[i], v);                                        \
+                v = SK_FAM_SEL(VT, COND(2), (VT)a2[i], v);                                        \
+                v = SK_FAM_SEL(VT, COND(1), (VT)a1[i], v);                                        \
+                o[i] = SK_FAM_SEL(VT, COND(0), (VT)a0[i], v);                                     \
+            }                                                                                 \
+            break;                                                                            \
+        case 3:                                                                               \
+            for (npy_intp i = 0; i < m; i++) {                                                \
+                VT v = INIT;                                                                  \
+                v = SK_FAM_SEL(VT, COND(2), (VT)a2[i], v);                                        \
+                v = SK_FAM_SEL(VT, COND(1), (VT)a1[i], v);                                        \
+                o[i] = SK_FAM_SEL(VT, COND(0), (VT)a0[i], v);                                     \
+            }                                                                                 \
+            break;                                                                            \
+        case 2:                                                                               \
+            for (npy_intp i = 0; i < m; i++) {                                                \
+                VT v = INIT;                                                                  \
+                v = SK_FAM_SEL(VT, COND(1), (VT)a1[i], v);                                        \
+                o[i] = SK_FAM_SEL(VT, COND(0), (VT)a0[i], v);                                     \
+            }                                                                                 \
+            break;                                                                            \
+        default:                                                                              \
+            for (npy_intp i = 0; i < m; i++) {                                                \
+                VT v = INIT;                                                                  \
+                o[i] = SK_FAM_SEL(VT, COND(0), (VT)a0[i], v);                                     \
+            }                                                                                 \
+    }
+
+#define SK_FAM_COND_CASES(j) c##j[i]
+#define SK_FAM_COND_N(j) (idx[i] == (uint8_t)(kb + (j)))
+
+#define SK_FAM_GROUP_LOOPS(VT, VN)                                                            \
+    static void sk_fam_cases_##VN(npy_intp m, int g, const char *const *c_,                   \
+                                  const char *const *a_, const char *init_, char *o_)         \
+    {                                                                                         \
+        const uint8_t *SK_FAM_RESTRICT c0 = (const uint8_t *)c_[0];                           \
+        const uint8_t *SK_FAM_RESTRICT c1 = (const uint8_t *)c_[g > 1 ? 1 : 0];               \
+        const uint8_t *SK_FAM_RESTRICT c2 = (const uint8_t *)c_[g > 2 ? 2 : 0];               \
+        const uint8_t *SK_FAM_RESTRICT c3 = (const uint8_t *)c_[g > 3 ? 3 : 0];               \
+        const VT *SK_FAM_RESTRICT a0 = (const VT *)a_[0];                                     \
+        const VT *SK_FAM_RESTRICT a1 = (const VT *)a_[g > 1 ? 1 : 0];                         \
+        const VT *SK_FAM_RESTRICT a2 = (const VT *)a_[g > 2 ? 2 : 0];                         \
+        const VT *SK_FAM_RESTRICT a3 = (const VT *)a_[g > 3 ? 3 : 0];                         \
+        VT *SK_FAM_RESTRICT o = (VT *)o_;                                                     \
+        if (init_ == o_) {                                                                    \
+            SK_FAM_GROUP_BODY(VT, SK_FAM_COND_CASES, o[i])                                    \
+        }                                                                                     \
+        else {                                                                                \
+            const VT *SK_FAM_RESTRICT init = (const VT *)init_;                               \
+            SK_FAM_GROUP_BODY(VT, SK_FAM_COND_CASES, init[i])                                 \
+        }                                                                                     \
+    }                                                                                         \
+    static void sk_fam_n_##VN(npy_intp m, int g, const uint8_t *SK_FAM_RESTRICT idx, int kb,  \
+                              const char *const *a_, const char *init_, char *o_)             \
+    {                                                                                         \
+        const VT *SK_FAM_RESTRICT a0 = (const VT *)a_[0];                                     \
+        const VT *SK_FAM_RESTRICT a1 = (const VT *)a_[g > 1 ? 1 : 0];                         \
+        const VT *SK_FAM_RESTRICT a2 = (const VT *)a_[g > 2 ? 2 : 0];                         \
+        const VT *SK_FAM_RESTRICT a3 = (const VT *)a_[g > 3 ? 3 : 0];                         \
+        VT *SK_FAM_RESTRICT o = (VT *)o_;                                                     \
+        if (init_ == o_) {                                                                    \
+            SK_FAM_GROUP_BODY(VT, SK_FAM_COND_N, o[i])                                        \
+        }                                                                                     \
+        else {                                                                                \
+            const VT *SK_FAM_RESTRICT init = (const VT *)init_;                               \
+            SK_FAM_GROUP_BODY(VT, SK_FAM_COND_N, init[i])                                     \
+        }                                                                                     \
+    }
+
+SK_FAM_GROUP_LOOPS(uint8_t, v1)
+SK_FAM_GROUP_LOOPS(uint16_t, v2)
+SK_FAM_GROUP_LOOPS(uint32_t, v4)
+SK_FAM_GROUP_LOOPS(uint64_t, v8)
+#undef SK_FAM_GROUP_LOOPS
+
+typedef void (*sk_fam_cases_fn)(npy_intp, int, const char *const *, const char *const *,
+                                const char *, char *);
+typedef void (*sk_fam_n_fn)(npy_intp, int, const uint8_t *, int, const char *const *,
+                            const char *, char *);
+static const sk_fam_cases_fn sk_fam_cases_loops[4] = {sk_fam_cases_v1, sk_fam_cases_v2,
+                                                      sk_fam_cases_v4, sk_fam_cases_v8};
+static const sk_fam_n_fn sk_fam_n_loops[4] = {sk_fam_n_v1, sk_fam_n_v2, sk_fam_n_v4,
+                                              sk_fam_n_v8};
 
 /* ------------------------------------------------------------------------ */
 /* One block                                                                  */
@@ -257,10 +403,108 @@ sk_fam_inner(const sk_fam *F, int k)
     return F->strides[(npy_intp)k * F->nd + F->nd - 1];
 }
 
+/* Whether operand k's rows are contiguous at `size` bytes per element. */
+static inline int
+sk_fam_contig(const sk_fam *F, int k, npy_intp size)
+{
+    return sk_fam_inner(F, k) == size;
+}
+
+/*
+ * select_n's block once its indices are known to be in range: `idx` holds
+ * them as uint8 (reach <= 256), `mask` is scratch for the steps. Cases are
+ * applied from the last, in groups where their rows are contiguous.
+ */
+static void
+sk_fam_block_n(const sk_fam *F, const npy_intp *idx, npy_intp j, npy_intp m,
+               const uint8_t *ib, uint8_t *mask, char *ob)
+{
+    const int v0 = F->nconds, r = F->reach, vi = sk_size_index(F->isz);
+    const char *ptrs[SK_FAM_GROUP];
+    const char *init;
+    npy_intp init_s;
+    int k = r - 2;
+    init = sk_fam_at(F, v0 + r - 1, idx, j);
+    init_s = sk_fam_inner(F, v0 + r - 1);
+    if (!sk_fam_contig(F, v0 + r - 1, F->isz)) { /* a scalar or strided last case */
+        sk_fam_step(F, m, (const char *)ib, 1, 1, init, init_s, init, init_s, ob);
+        init = ob;
+        init_s = F->isz;
+    }
+    while (k >= 0) {
+        const int g0 = k - SK_FAM_GROUP + 1 > 0 ? k - SK_FAM_GROUP + 1 : 0, g = k - g0 + 1;
+        int fused = 1;
+        for (int t = 0; t < g; t++) {
+            ptrs[t] = sk_fam_at(F, v0 + g0 + t, idx, j);
+            fused &= sk_fam_contig(F, v0 + g0 + t, F->isz);
+        }
+        if (fused) {
+            sk_fam_n_loops[vi](m, g, ib, g0, ptrs, init, ob);
+        }
+        else {
+            for (int t = g - 1; t >= 0; t--) {
+                sk_fam_w1_mask(m, (const char *)ib, 1, (uint64_t)(g0 + t), mask);
+                sk_fam_step(F, m, (const char *)mask, 1, 1, ptrs[t],
+                            sk_fam_inner(F, v0 + g0 + t), init, init_s, ob);
+                init = ob;
+                init_s = F->isz;
+            }
+        }
+        init = ob;
+        init_s = F->isz;
+        k = g0 - 1;
+    }
+    if (init != ob) { /* one case: copy it */
+        sk_fam_step(F, m, (const char *)ib, 1, 1, init, init_s, init, init_s, ob);
+    }
+}
+
+/* select_cases' block: groups where bool conds and values are contiguous, else steps. */
+static void
+sk_fam_block_cases(const sk_fam *F, const npy_intp *idx, npy_intp j, npy_intp m, char *ob)
+{
+    const int n = F->n, v0 = F->nconds, vi = sk_size_index(F->isz);
+    const char *cp[SK_FAM_GROUP], *ap[SK_FAM_GROUP];
+    const char *init = sk_fam_at(F, v0 + n, idx, j);
+    npy_intp init_s = sk_fam_inner(F, v0 + n);
+    int k = n - 1;
+    if (!F->grouped || !sk_fam_contig(F, v0 + n, F->isz)) { /* a scalar or strided default */
+        sk_fam_step(F, m, sk_fam_at(F, k, idx, j), sk_fam_inner(F, k), F->csz[k],
+                    sk_fam_at(F, v0 + k, idx, j), sk_fam_inner(F, v0 + k), init, init_s, ob);
+        init = ob;
+        init_s = F->isz;
+        k--;
+    }
+    while (k >= 0) {
+        const int g0 = k - SK_FAM_GROUP + 1 > 0 ? k - SK_FAM_GROUP + 1 : 0, g = k - g0 + 1;
+        int fused = F->grouped;
+        for (int t = 0; t < g; t++) {
+            cp[t] = sk_fam_at(F, g0 + t, idx, j);
+            ap[t] = sk_fam_at(F, v0 + g0 + t, idx, j);
+            fused &= F->csz[g0 + t] == 1 && sk_fam_contig(F, g0 + t, 1) &&
+                     sk_fam_contig(F, v0 + g0 + t, F->isz);
+        }
+        if (fused) {
+            sk_fam_cases_loops[vi](m, g, cp, ap, init, ob);
+        }
+        else {
+            for (int t = g - 1; t >= 0; t--) {
+                sk_fam_step(F, m, cp[t], sk_fam_inner(F, g0 + t), F->csz[g0 + t], ap[t],
+                            sk_fam_inner(F, v0 + g0 + t), init, init_s, ob);
+                init = ob;
+                init_s = F->isz;
+            }
+        }
+        init = ob;
+        init_s = F->isz;
+        k = g0 - 1;
+    }
+}
+
 /* The m elements of the block at (idx, j), whose first element has flat index `flat`. */
 static void
 sk_fam_block(sk_fam *F, const npy_intp *idx, npy_intp j, npy_intp m, npy_intp flat,
-             uint8_t *mbuf, char *obuf)
+             uint8_t *mbuf, uint8_t *ibuf, char *obuf)
 {
     const int out = F->nops - 1, v0 = F->nconds;
     const npy_intp isz = F->isz;
@@ -271,7 +515,10 @@ sk_fam_block(sk_fam *F, const npy_intp *idx, npy_intp j, npy_intp m, npy_intp fl
     char *ob = os == isz || m == 1 ? op : obuf;
 #define SK_FAM_VAL(k) sk_fam_at(F, v0 + (k), idx, j), sk_fam_inner(F, v0 + (k))
 
-    if (F->is_n) {
+    if (!F->is_n) {
+        sk_fam_block_cases(F, idx, j, m, ob);
+    }
+    else {
         const char *w = sk_fam_at(F, 0, idx, j);
         const npy_intp ws = sk_fam_inner(F, 0), wsz = F->csz[0];
         if (F->which_bool) {
@@ -290,7 +537,11 @@ sk_fam_block(sk_fam *F, const npy_intp *idx, npy_intp j, npy_intp m, npy_intp fl
                 return;
             }
             const int r = F->reach;
-            if (r == 1) {
+            if (F->grouped && r <= 256) {
+                sk_fam_narrow(wsz, m, w, ws, ibuf);
+                sk_fam_block_n(F, idx, j, m, ibuf, mbuf, ob);
+            }
+            else if (r == 1) {
                 sk_fam_step(F, m, w, ws, wsz, SK_FAM_VAL(0), SK_FAM_VAL(0), ob);
             }
             else {
@@ -302,15 +553,6 @@ sk_fam_block(sk_fam *F, const npy_intp *idx, npy_intp j, npy_intp m, npy_intp fl
                     sk_fam_step(F, m, (const char *)mbuf, 1, 1, SK_FAM_VAL(k), ob, isz, ob);
                 }
             }
-        }
-    }
-    else {
-        const int n = F->n;
-        sk_fam_step(F, m, sk_fam_at(F, n - 1, idx, j), sk_fam_inner(F, n - 1), F->csz[n - 1],
-                    SK_FAM_VAL(n - 1), SK_FAM_VAL(n), ob);
-        for (int k = n - 2; k >= 0; k--) {
-            sk_fam_step(F, m, sk_fam_at(F, k, idx, j), sk_fam_inner(F, k), F->csz[k],
-                        SK_FAM_VAL(k), ob, isz, ob);
         }
     }
 #undef SK_FAM_VAL
@@ -331,7 +573,7 @@ sk_fam_loop(npy_intp count, const char *c, npy_intp cs, const char *a, npy_intp 
 {
     sk_fam *F = (sk_fam *)(intptr_t)arg;
     const npy_intp start = (npy_intp)(c - (const char *)F);
-    uint8_t mbuf[SK_FAM_BLOCK_MAX];
+    uint8_t mbuf[SK_FAM_BLOCK_MAX], ibuf[SK_FAM_BLOCK_MAX];
     union {
         char bytes[SK_FAM_BLOCK_BYTES];
         uint64_t align_[SK_FAM_BLOCK_BYTES / 8];
@@ -351,7 +593,7 @@ sk_fam_loop(npy_intp count, const char *c, npy_intp cs, const char *a, npy_intp 
         const npy_intp seg = inner - r < remaining ? inner - r : remaining;
         for (npy_intp j = r; j < r + seg; j += B) {
             const npy_intp m = r + seg - j < B ? r + seg - j : B;
-            sk_fam_block(F, idx, j, m, flat, mbuf, obuf.bytes);
+            sk_fam_block(F, idx, j, m, flat, mbuf, ibuf, obuf.bytes);
             flat += m;
         }
         remaining -= seg;
@@ -686,6 +928,7 @@ sk_fam_call(sk_fam *F, PyArrayObject **ops, PyArrayObject *out_arr)
     }
     F->table = sk_loops_current();
     F->generic = sk_fam_needs_generic(F);
+    F->grouped = !F->generic && sk_size_index(F->isz) <= 3;
     {
         const npy_intp b = SK_FAM_BLOCK_BYTES / F->isz;
         F->block = b < 1 ? 1 : b > SK_FAM_BLOCK_MAX ? SK_FAM_BLOCK_MAX : b;

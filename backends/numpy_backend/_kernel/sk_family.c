@@ -1023,6 +1023,11 @@ sk_select_n(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
                      (PyObject *)wd);
         return NULL;
     }
+    if (!is_bool && !PyArray_ISNBO(wd->byteorder)) {
+        PyErr_Format(PyExc_TypeError, "which must be in native byte order, got %R",
+                     (PyObject *)wd);
+        return NULL;
+    }
     PyObject *seq = sk_fam_seq(args[1], "cases");
     if (seq == NULL) {
         return NULL;

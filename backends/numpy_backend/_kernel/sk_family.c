@@ -24,8 +24,8 @@
  * kernel's own loops (sk_loop_table: branchless, one copy per instruction
  * set), each picked for that case's operands as a select picks its loop.
  *
- * select_n range-checks a block's indices first (one max over the block) and
- * narrows them to uint8 for the group loops, so an index outside [0, n) is
+ * select_n range-checks a block's indices first (their max, taken as they are
+ * narrowed to uint8 for the group loops), so an index outside [0, n) is
  * found in the same pass, and no block that holds one is written.
  *
  * Threads: the whole call is one sk_job of one flat dimension whose loop is
@@ -106,14 +106,17 @@ typedef struct {
         }                                                                                     \
         return m;                                                                             \
     }                                                                                         \
-    static void NAME##_narrow(npy_intp m, const char *w, npy_intp ws,                        \
-                              uint8_t *SK_FAM_RESTRICT ib)                                    \
+    static uint64_t NAME##_narrow(npy_intp m, const char *w, npy_intp ws,                    \
+                                  uint8_t *SK_FAM_RESTRICT ib)                                \
     {                                                                                         \
+        UT mx = 0;                                                                            \
         for (npy_intp i = 0; i < m; i++) {                                                    \
             UT v;                                                                             \
             memcpy(&v, w + i * ws, sizeof(UT));                                               \
+            mx = v > mx ? v : mx;                                                             \
             ib[i] = (uint8_t)v;                                                               \
         }                                                                                     \
+        return (uint64_t)mx;                                                                  \
     }                                                                                         \
     static void NAME##_mask(npy_intp m, const char *w, npy_intp ws, uint64_t k,              \
                             uint8_t *SK_FAM_RESTRICT mb)                                      \
@@ -169,15 +172,15 @@ sk_fam_first(npy_intp wsz, npy_intp m, const char *w, npy_intp ws, uint64_t lim)
     }
 }
 
-/* which's values (all in [0, 256)) as uint8. */
-static void
+/* which's values as uint8 (meaningful when all are in [0, 256)), and their maximum. */
+static uint64_t
 sk_fam_narrow(npy_intp wsz, npy_intp m, const char *w, npy_intp ws, uint8_t *ib)
 {
     switch (wsz) {
-        case 1: sk_fam_w1_narrow(m, w, ws, ib); break;
-        case 2: sk_fam_w2_narrow(m, w, ws, ib); break;
-        case 4: sk_fam_w4_narrow(m, w, ws, ib); break;
-        default: sk_fam_w8_narrow(m, w, ws, ib); break;
+        case 1: return sk_fam_w1_narrow(m, w, ws, ib);
+        case 2: return sk_fam_w2_narrow(m, w, ws, ib);
+        case 4: return sk_fam_w4_narrow(m, w, ws, ib);
+        default: return sk_fam_w8_narrow(m, w, ws, ib);
     }
 }
 
@@ -529,7 +532,10 @@ sk_fam_block(sk_fam *F, const npy_intp *idx, npy_intp j, npy_intp m, npy_intp fl
                 return; /* another block has failed: the call raises */
             }
             const uint64_t lim = (uint64_t)F->reach;
-            if (sk_fam_max(wsz, m, w, ws) >= lim) {
+            const int narrow = F->grouped && F->reach <= 256;
+            const uint64_t mx = narrow ? sk_fam_narrow(wsz, m, w, ws, ibuf)
+                                       : sk_fam_max(wsz, m, w, ws);
+            if (mx >= lim) {
                 const npy_intp at = flat + sk_fam_first(wsz, m, w, ws, lim);
                 if (at < SK_LOAD(F->bad)) {
                     SK_STORE(F->bad, at); /* a race keeps one of the bad positions */
@@ -537,8 +543,7 @@ sk_fam_block(sk_fam *F, const npy_intp *idx, npy_intp j, npy_intp m, npy_intp fl
                 return;
             }
             const int r = F->reach;
-            if (F->grouped && r <= 256) {
-                sk_fam_narrow(wsz, m, w, ws, ibuf);
+            if (narrow) {
                 sk_fam_block_n(F, idx, j, m, ibuf, mbuf, ob);
             }
             else if (r == 1) {

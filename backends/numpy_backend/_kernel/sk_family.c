@@ -45,6 +45,8 @@
 /* No out-of-range index found (select_n). */
 #define SK_FAM_NO_BAD NPY_MAX_INTP
 
+typedef struct sk_fam_group_table sk_fam_group_table; /* the group loops, below */
+
 /* One call, coalesced. Operands: the conds (select_n: which), the values, out. */
 typedef struct {
     int is_n;            /* select_n (1) or select_cases (0) */
@@ -62,6 +64,7 @@ typedef struct {
     int generic;         /* odd item size or misaligned data: the generic loop */
     int grouped;         /* item size 1, 2, 4 or 8, aligned: the group loops */
     const sk_loop_table *table;
+    const sk_fam_group_table *groups;
     npy_intp bad;        /* select_n: a flat index of an out-of-range index, or SK_FAM_NO_BAD */
 } sk_fam;
 
@@ -269,8 +272,8 @@ SK_FAM_SEL_FN(uint64_t)
 #define SK_FAM_COND_CASES(j) c##j[i]
 #define SK_FAM_COND_N(j) (idx[i] == (uint8_t)(kb + (j)))
 
-#define SK_FAM_GROUP_LOOPS(VT, VN)                                                            \
-    static void sk_fam_cases_##VN(npy_intp m, int g, const char *const *c_,                   \
+#define SK_FAM_GROUP_LOOPS(VT, VN, ISA, TARGET)                                               \
+    static TARGET void sk_fam_cases_##VN##_##ISA(npy_intp m, int g, const char *const *c_,    \
                                   const char *const *a_, const char *init_, char *o_)         \
     {                                                                                         \
         const uint8_t *SK_FAM_RESTRICT c0 = (const uint8_t *)c_[0];                           \
@@ -290,7 +293,8 @@ SK_FAM_SEL_FN(uint64_t)
             SK_FAM_GROUP_BODY(VT, SK_FAM_COND_CASES, init[i])                                 \
         }                                                                                     \
     }                                                                                         \
-    static void sk_fam_n_##VN(npy_intp m, int g, const uint8_t *SK_FAM_RESTRICT idx, int kb,  \
+    static TARGET void sk_fam_n_##VN##_##ISA(npy_intp m, int g,                               \
+                                             const uint8_t *SK_FAM_RESTRICT idx, int kb,      \
                               const char *const *a_, const char *init_, char *o_)             \
     {                                                                                         \
         const VT *SK_FAM_RESTRICT a0 = (const VT *)a_[0];                                     \
@@ -307,20 +311,64 @@ SK_FAM_SEL_FN(uint64_t)
         }                                                                                     \
     }
 
-SK_FAM_GROUP_LOOPS(uint8_t, v1)
-SK_FAM_GROUP_LOOPS(uint16_t, v2)
-SK_FAM_GROUP_LOOPS(uint32_t, v4)
-SK_FAM_GROUP_LOOPS(uint64_t, v8)
-#undef SK_FAM_GROUP_LOOPS
-
 typedef void (*sk_fam_cases_fn)(npy_intp, int, const char *const *, const char *const *,
                                 const char *, char *);
 typedef void (*sk_fam_n_fn)(npy_intp, int, const uint8_t *, int, const char *const *,
                             const char *, char *);
-static const sk_fam_cases_fn sk_fam_cases_loops[4] = {sk_fam_cases_v1, sk_fam_cases_v2,
-                                                      sk_fam_cases_v4, sk_fam_cases_v8};
-static const sk_fam_n_fn sk_fam_n_loops[4] = {sk_fam_n_v1, sk_fam_n_v2, sk_fam_n_v4,
-                                              sk_fam_n_v8};
+/* The group loops of one instruction set, by value size index (1, 2, 4, 8 bytes). */
+struct sk_fam_group_table {
+    sk_fam_cases_fn cases[4];
+    sk_fam_n_fn n[4];
+};
+
+#define SK_FAM_ISA_LOOPS(ISA, TARGET)                                                         \
+    SK_FAM_GROUP_LOOPS(uint8_t, v1, ISA, TARGET)                                              \
+    SK_FAM_GROUP_LOOPS(uint16_t, v2, ISA, TARGET)                                             \
+    SK_FAM_GROUP_LOOPS(uint32_t, v4, ISA, TARGET)                                             \
+    SK_FAM_GROUP_LOOPS(uint64_t, v8, ISA, TARGET)                                             \
+    static const sk_fam_group_table sk_fam_groups_##ISA = {                                   \
+        {sk_fam_cases_v1_##ISA, sk_fam_cases_v2_##ISA, sk_fam_cases_v4_##ISA,                 \
+         sk_fam_cases_v8_##ISA},                                                              \
+        {sk_fam_n_v1_##ISA, sk_fam_n_v2_##ISA, sk_fam_n_v4_##ISA, sk_fam_n_v8_##ISA},         \
+    };
+
+/*
+ * Compiled for the instruction sets the select loops may use; the copy a
+ * call runs is the one of the select loops' current set (sk_isa_current(),
+ * which ARRAYSELECT_CPU and set_isa() move), so the two always agree. The
+ * AVX-512 copy matters most here: a bool cond becomes a mask register in one
+ * instruction, where SSE2 needs a chain of unpacks per value width.
+ */
+SK_FAM_ISA_LOOPS(baseline, )
+#if defined(__x86_64__) && !defined(_MSC_VER) && (defined(__GNUC__) || defined(__clang__))
+#define SK_FAM_HAVE_X86_COPIES 1
+SK_FAM_ISA_LOOPS(avx2, __attribute__((target("avx2"))))
+#if defined(__clang__)
+SK_FAM_ISA_LOOPS(avx512, __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512cd"),
+                                        min_vector_width(512))))
+#else
+SK_FAM_ISA_LOOPS(avx512, __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512cd,"
+                                               "prefer-vector-width=512"))))
+#endif
+#else
+#define SK_FAM_HAVE_X86_COPIES 0
+#endif
+#undef SK_FAM_ISA_LOOPS
+#undef SK_FAM_GROUP_LOOPS
+
+/* The group loops of the instruction set select uses now. */
+static const sk_fam_group_table *
+sk_fam_groups_current(void)
+{
+#if SK_FAM_HAVE_X86_COPIES
+    switch (sk_isa_current()) {
+        case SK_ISA_AVX512: return &sk_fam_groups_avx512;
+        case SK_ISA_AVX2: return &sk_fam_groups_avx2;
+        default: break;
+    }
+#endif
+    return &sk_fam_groups_baseline;
+}
 
 /* ------------------------------------------------------------------------ */
 /* One block                                                                  */
@@ -442,7 +490,7 @@ sk_fam_block_n(const sk_fam *F, const npy_intp *idx, npy_intp j, npy_intp m,
             fused &= sk_fam_contig(F, v0 + g0 + t, F->isz);
         }
         if (fused) {
-            sk_fam_n_loops[vi](m, g, ib, g0, ptrs, init, ob);
+            F->groups->n[vi](m, g, ib, g0, ptrs, init, ob);
         }
         else {
             for (int t = g - 1; t >= 0; t--) {
@@ -488,7 +536,7 @@ sk_fam_block_cases(const sk_fam *F, const npy_intp *idx, npy_intp j, npy_intp m,
                      sk_fam_contig(F, v0 + g0 + t, F->isz);
         }
         if (fused) {
-            sk_fam_cases_loops[vi](m, g, cp, ap, init, ob);
+            F->groups->cases[vi](m, g, cp, ap, init, ob);
         }
         else {
             for (int t = g - 1; t >= 0; t--) {
@@ -932,6 +980,7 @@ sk_fam_call(sk_fam *F, PyArrayObject **ops, PyArrayObject *out_arr)
         goto done;
     }
     F->table = sk_loops_current();
+    F->groups = sk_fam_groups_current();
     F->generic = sk_fam_needs_generic(F);
     F->grouped = !F->generic && sk_size_index(F->isz) <= 3;
     {

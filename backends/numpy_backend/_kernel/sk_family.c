@@ -109,18 +109,6 @@ typedef struct {
         }                                                                                     \
         return m;                                                                             \
     }                                                                                         \
-    static uint64_t NAME##_narrow(npy_intp m, const char *w, npy_intp ws,                    \
-                                  uint8_t *SK_FAM_RESTRICT ib)                                \
-    {                                                                                         \
-        UT mx = 0;                                                                            \
-        for (npy_intp i = 0; i < m; i++) {                                                    \
-            UT v;                                                                             \
-            memcpy(&v, w + i * ws, sizeof(UT));                                               \
-            mx = v > mx ? v : mx;                                                             \
-            ib[i] = (uint8_t)v;                                                               \
-        }                                                                                     \
-        return (uint64_t)mx;                                                                  \
-    }                                                                                         \
     static void NAME##_mask(npy_intp m, const char *w, npy_intp ws, uint64_t k,              \
                             uint8_t *SK_FAM_RESTRICT mb)                                      \
     {                                                                                         \
@@ -172,18 +160,6 @@ sk_fam_first(npy_intp wsz, npy_intp m, const char *w, npy_intp ws, uint64_t lim)
         case 2: return sk_fam_w2_first(m, w, ws, lim);
         case 4: return sk_fam_w4_first(m, w, ws, lim);
         default: return sk_fam_w8_first(m, w, ws, lim);
-    }
-}
-
-/* which's values as uint8 (meaningful when all are in [0, 256)), and their maximum. */
-static uint64_t
-sk_fam_narrow(npy_intp wsz, npy_intp m, const char *w, npy_intp ws, uint8_t *ib)
-{
-    switch (wsz) {
-        case 1: return sk_fam_w1_narrow(m, w, ws, ib);
-        case 2: return sk_fam_w2_narrow(m, w, ws, ib);
-        case 4: return sk_fam_w4_narrow(m, w, ws, ib);
-        default: return sk_fam_w8_narrow(m, w, ws, ib);
     }
 }
 
@@ -316,12 +292,43 @@ typedef void (*sk_fam_cases_fn)(npy_intp, int, const char *const *, const char *
 typedef void (*sk_fam_n_fn)(npy_intp, int, const uint8_t *, int, const char *const *,
                             const char *, char *);
 /* The group loops of one instruction set, by value size index (1, 2, 4, 8 bytes). */
+typedef uint64_t (*sk_fam_narrow_fn)(npy_intp, const char *, npy_intp, uint8_t *);
 struct sk_fam_group_table {
-    sk_fam_cases_fn cases[4];
-    sk_fam_n_fn n[4];
+    sk_fam_cases_fn cases[4]; /* by value size index */
+    sk_fam_n_fn n[4];         /* by value size index */
+    sk_fam_narrow_fn narrow[4]; /* by which's size index */
 };
 
+/* which's values as uint8 (meaningful when all are in [0, 256)), and their maximum. */
+#define SK_FAM_NARROW(UT, WN, ISA, TARGET)                                                    \
+    static TARGET uint64_t sk_fam_narrow_##WN##_##ISA(npy_intp m, const char *w, npy_intp ws, \
+                                                     uint8_t *SK_FAM_RESTRICT ib)             \
+    {                                                                                         \
+        UT mx = 0;                                                                            \
+        if (ws == (npy_intp)sizeof(UT)) {                                                     \
+            for (npy_intp i = 0; i < m; i++) {                                                \
+                UT v;                                                                         \
+                memcpy(&v, w + i * (npy_intp)sizeof(UT), sizeof(UT));                         \
+                mx = v > mx ? v : mx;                                                         \
+                ib[i] = (uint8_t)v;                                                           \
+            }                                                                                 \
+        }                                                                                     \
+        else {                                                                                \
+            for (npy_intp i = 0; i < m; i++) {                                                \
+                UT v;                                                                         \
+                memcpy(&v, w + i * ws, sizeof(UT));                                           \
+                mx = v > mx ? v : mx;                                                         \
+                ib[i] = (uint8_t)v;                                                           \
+            }                                                                                 \
+        }                                                                                     \
+        return (uint64_t)mx;                                                                  \
+    }
+
 #define SK_FAM_ISA_LOOPS(ISA, TARGET)                                                         \
+    SK_FAM_NARROW(uint8_t, w1, ISA, TARGET)                                                   \
+    SK_FAM_NARROW(uint16_t, w2, ISA, TARGET)                                                  \
+    SK_FAM_NARROW(uint32_t, w4, ISA, TARGET)                                                  \
+    SK_FAM_NARROW(uint64_t, w8, ISA, TARGET)                                                  \
     SK_FAM_GROUP_LOOPS(uint8_t, v1, ISA, TARGET)                                              \
     SK_FAM_GROUP_LOOPS(uint16_t, v2, ISA, TARGET)                                             \
     SK_FAM_GROUP_LOOPS(uint32_t, v4, ISA, TARGET)                                             \
@@ -330,6 +337,8 @@ struct sk_fam_group_table {
         {sk_fam_cases_v1_##ISA, sk_fam_cases_v2_##ISA, sk_fam_cases_v4_##ISA,                 \
          sk_fam_cases_v8_##ISA},                                                              \
         {sk_fam_n_v1_##ISA, sk_fam_n_v2_##ISA, sk_fam_n_v4_##ISA, sk_fam_n_v8_##ISA},         \
+        {sk_fam_narrow_w1_##ISA, sk_fam_narrow_w2_##ISA, sk_fam_narrow_w4_##ISA,              \
+         sk_fam_narrow_w8_##ISA},                                                             \
     };
 
 /*
@@ -354,6 +363,7 @@ SK_FAM_ISA_LOOPS(avx512, __attribute__((target("avx512f,avx512bw,avx512vl,avx512
 #define SK_FAM_HAVE_X86_COPIES 0
 #endif
 #undef SK_FAM_ISA_LOOPS
+#undef SK_FAM_NARROW
 #undef SK_FAM_GROUP_LOOPS
 
 /* The group loops of the instruction set select uses now. */
@@ -581,7 +591,7 @@ sk_fam_block(sk_fam *F, const npy_intp *idx, npy_intp j, npy_intp m, npy_intp fl
             }
             const uint64_t lim = (uint64_t)F->reach;
             const int narrow = F->grouped && F->reach <= 256;
-            const uint64_t mx = narrow ? sk_fam_narrow(wsz, m, w, ws, ibuf)
+            const uint64_t mx = narrow ? F->groups->narrow[sk_size_index(wsz)](m, w, ws, ibuf)
                                        : sk_fam_max(wsz, m, w, ws);
             if (mx >= lim) {
                 const npy_intp at = flat + sk_fam_first(wsz, m, w, ws, lim);

@@ -17,8 +17,12 @@ Targets (the issue):
   * select_n, 4 cases, 10^6: >= 1.5x ``jax.jit(lax.select_n)``
 
 Information rows: a chain of four ``arrayselect.select(..., out=r)`` calls (the
-best one could do with two-way selects), ``np.choose`` for select_n, and the
-same at 10^7. JAX rows are skipped when JAX is not installed.
+best one could do with two-way selects), ``np.choose`` for select_n, select_n
+with ``out=`` given (JAX reuses its buffers; a fresh NumPy output below the
+kernel's output-pool size is page-faulted on every call), and the same at 10^7.
+``--threads 1`` (with ``XLA_FLAGS=--xla_cpu_multi_thread_eigen=false`` for JAX)
+compares one thread with one thread, which a loaded machine disturbs less. JAX
+rows are skipped when JAX is not installed.
 """
 
 from __future__ import annotations
@@ -99,6 +103,7 @@ def contenders(d: dict[str, Any]) -> dict[str, Callable[[], Any]]:
         "np.select": lambda: np.select(conds, choices, default),
         "chain of 4 select(out=)": chain,
         "select_n": lambda: kernel_select_n(which, choices, None),
+        "select_n out=": lambda: kernel_select_n(which, choices, out),
         "np.choose": lambda: np.choose(which, choices),
     }
 
@@ -162,6 +167,14 @@ def main() -> None:
                 t["jax.jit(lax.select_n)"],
                 "jax.jit(lax.select_n)",
                 1.5 if n == 10**6 else None,
+            )
+        if "jax.jit(lax.select_n)" in t:
+            row(
+                f"select_n {tag} out=",
+                t["select_n out="],
+                t["jax.jit(lax.select_n)"],
+                "jax.jit(lax.select_n)",
+                None,
             )
         row(f"select_n {tag}", t["select_n"], t["np.choose"], "np.choose", None)
         if n == 10**7:

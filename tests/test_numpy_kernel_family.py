@@ -286,6 +286,17 @@ def test_select_n_index_widths(index_dtype: np.dtype[Any], n: int) -> None:
     assert_bytes(kernel_select_n(swapped, cases, None), oracle_select_n(which, cases))
 
 
+@pytest.mark.parametrize("index_dtype", ["uint8", "int16", "int64"])
+def test_select_n_more_cases_than_uint8_holds(index_dtype: str) -> None:
+    """300 cases: indices past 255 take the per-case masks; uint8 can reach only 256 cases."""
+    shape = (2, 1500)
+    which = random_which(shape, 300, np.dtype(index_dtype))
+    which[0, :300] = np.arange(300).astype(index_dtype)  # every reachable case at least once
+    cases = [random_values(shape, np.dtype(np.float32)) for _ in range(300)]
+    cases[7] = np.broadcast_to(random_values((), np.dtype(np.float32)), shape)
+    assert_bytes(kernel_select_n(which, cases, None), oracle_select_n(which, cases))
+
+
 def test_select_n_bool_which() -> None:
     shape = (3000,)
     which = random_cond(shape, np.dtype(np.bool_), 0.5)

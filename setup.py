@@ -134,7 +134,7 @@ _KERNEL_MACROS = (
     [("SK_NO_DISPATCH", "1")] if os.environ.get("ARRAYSELECT_KERNEL_DISPATCH") == "0" else []
 )
 _KERNEL_SOURCES = ["select_kernel.c", "sk_loops.c", "sk_plan.c", "sk_pool.c", "sk_memory.c"]
-_KERNEL_SOURCES += ["sk_fast.c"]
+_KERNEL_SOURCES += ["sk_fast.c", "sk_family.c"]
 _KERNEL_HEADERS = ["sk_kernel.h", "sk_loops_isa.h", "sk_loops_typed.h"]
 
 setup(

@@ -9,10 +9,12 @@ elements: a cond broadcast along the inner axis, then/else broadcast from
 call overhead at 1 and 100 elements, ``out=`` and 1 vs all threads; strided
 layouts (step-2 columns, reversed rows, transposes that do not merge) against
 ``np.where`` and ``jax.jit(jnp.where)`` with the slicing inside the jitted
-function; and each instruction set the kernel's loops were compiled for.
+function; each instruction set the kernel's loops were compiled for; and the
+one-pass ``select_cases``/``select_n`` (4 cases) against ``np.select``,
+``np.choose``, a chain of four selects and their ``jax.jit`` peers.
 
-``kernel_ratios.py`` next to this folder measures all targets in one run and
-prints the ratios; these classes are for tracking them over commits.
+``kernel_ratios.py`` and ``family_ratios.py`` next to this folder measure all
+targets in one run and print the ratios; these classes are for tracking them over commits.
 """
 
 from __future__ import annotations
@@ -235,3 +237,84 @@ class InstructionSets:
 
     def time_select_out(self, isa: str, pattern: str, n: int) -> None:
         asel.select(self.cond, self.then, self.else_, out=self.out)
+
+
+def _family_inputs(n: int) -> dict[str, Any]:
+    rng = np.random.default_rng(_RNG_SEED)
+    return {
+        "conds": [rng.random(n) < 0.25 for _ in range(4)],
+        "choices": [rng.random(n, dtype=np.float32) for _ in range(4)],
+        "default": rng.random(n, dtype=np.float32),
+        "which": rng.integers(0, 4, n, dtype=np.int32),
+        "out": np.empty(n, np.float32),
+    }
+
+
+class Family:
+    """The kernel's one-pass select_cases and select_n (4 cases, float32) against NumPy.
+
+    ``time_chain`` is the best two-way selects can do: four ``select(..., out=r)``.
+    """
+
+    params: ClassVar[tuple[list[Any], ...]] = ([10**6, 10**7],)
+    param_names: ClassVar[list[str]] = ["n"]
+
+    def setup(self, n: int) -> None:
+        from arrayselect.backends.numpy_backend import kernel_family
+
+        self.family = kernel_family
+        self.d = _family_inputs(n)
+
+    def time_select_cases(self, n: int) -> None:
+        d = self.d
+        self.family.kernel_select_cases(d["conds"], d["choices"], d["default"], None)
+
+    def time_select_cases_out(self, n: int) -> None:
+        d = self.d
+        self.family.kernel_select_cases(d["conds"], d["choices"], d["default"], d["out"])
+
+    def time_np_select(self, n: int) -> None:
+        d = self.d
+        np.select(d["conds"], d["choices"], d["default"])
+
+    def time_chain(self, n: int) -> None:
+        d = self.d
+        out = d["out"]
+        asel.select(d["conds"][3], d["choices"][3], d["default"], out=out)
+        for k in (2, 1, 0):
+            asel.select(d["conds"][k], d["choices"][k], out, out=out)
+
+    def time_select_n(self, n: int) -> None:
+        self.family.kernel_select_n(self.d["which"], self.d["choices"], None)
+
+    def time_np_choose(self, n: int) -> None:
+        np.choose(self.d["which"], self.d["choices"])
+
+
+class FamilyJax:
+    """jax.jit(jnp.select) and jax.jit(lax.select_n) on the inputs of ``Family``."""
+
+    params: ClassVar[tuple[list[Any], ...]] = ([10**6, 10**7],)
+    param_names: ClassVar[list[str]] = ["n"]
+
+    def setup(self, n: int) -> None:
+        try:
+            import jax
+            import jax.numpy as jnp
+        except ImportError as exc:
+            raise SkipNotImplemented("JAX is not installed") from exc
+        d = _family_inputs(n)
+        self.conds = [jax.device_put(c) for c in d["conds"]]
+        self.choices = [jax.device_put(c) for c in d["choices"]]
+        self.default = jax.device_put(d["default"])
+        self.which = jax.device_put(d["which"])
+        self.select = jax.jit(lambda c, x, y: jnp.select(c, x, y))
+        self.select_n = jax.jit(lambda w, x: jax.lax.select_n(w, *x))
+        self.time_jax_select(n)
+        self.time_jax_select_n(n)
+
+    def time_jax_select(self, n: int) -> None:
+        self.select(self.conds, self.choices, self.default).block_until_ready()
+
+    def time_jax_select_n(self, n: int) -> None:
+        self.select_n(self.which, self.choices).block_until_ready()

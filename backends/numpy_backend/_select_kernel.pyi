@@ -18,6 +18,10 @@ def select(
     max_threads: int = 0,
     /,
 ) -> Any: ...
+def select_n(which: Any, cases: tuple[Any, ...], out: Any, /) -> Any: ...
+def select_cases(
+    conds: tuple[Any, ...], choices: tuple[Any, ...], default: Any, out: Any, /
+) -> Any: ...
 def fast_select(
     cond: Any,
     then: Any,

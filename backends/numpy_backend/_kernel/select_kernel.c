@@ -568,6 +568,19 @@ static PyMethodDef sk_methods[] = {
      "configure(miss, general, check_out, cache_out_verdict)"},
     {"clear_cache", sk_clear_cache, METH_NOARGS, "Forget every cached plan."},
     {"fast_stats", sk_fast_stats, METH_NOARGS, "Counters of the fast path: hits, misses, out_checks."},
+    {"select_n", (PyCFunction)(void (*)(void))sk_select_n, METH_FASTCALL,
+     "select_n(which, cases, out)\n"
+     "--\n\n"
+     "out[i] = cases[which[i]][i] in one pass. which: bool (two cases) or an integer\n"
+     "ndarray; cases: a tuple of ndarrays of one item size; all broadcast to the\n"
+     "output shape; out: an array of that shape, or None (a new C-ordered array).\n"
+     "An index outside [0, n) raises IndexError(value); out may then be partly written."},
+    {"select_cases", (PyCFunction)(void (*)(void))sk_select_cases, METH_FASTCALL,
+     "select_cases(conds, choices, default, out)\n"
+     "--\n\n"
+     "out[i] = choices[k][i] for the first k with conds[k][i] nonzero, else default[i],\n"
+     "in one pass. conds: ndarrays of 1, 2, 4 or 8 bytes; choices and default: ndarrays\n"
+     "of one item size; all broadcast to the output shape; out as for select_n."},
     {"set_isa", sk_set_isa, METH_O,
      "Use the loops of this instruction set (baseline, avx2, avx512) from the next call on."},
     {"isa_info", sk_isa_info, METH_NOARGS,

@@ -13,6 +13,7 @@
  *   sk_pool.c       the thread pool and when to use it
  *   sk_memory.c     the output memory handler (a pool of freed blocks)
  *   sk_fast.c       the plan cache behind fast_select (the lean call path)
+ *   sk_family.c     select_n and select_cases in one pass, on select's loops and pool
  *   select_kernel.c the module: select/explain, settings, statistics, init
  *
  * Everything shared between the files is declared here; everything else is
@@ -217,5 +218,13 @@ PyObject *sk_remember(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *sk_configure(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *sk_clear_cache(PyObject *self, PyObject *args);
 PyObject *sk_fast_stats(PyObject *self, PyObject *args);
+
+/* ------------------------------------------------------------------------ */
+/* The select family in one pass (sk_family.c)                              */
+/* ------------------------------------------------------------------------ */
+
+/* select_n(which, cases, out) and select_cases(conds, choices, default, out). */
+PyObject *sk_select_n(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *sk_select_cases(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 #endif /* SK_KERNEL_H */

@@ -1,0 +1,118 @@
+"""The select family in the compiled NumPy kernel: ``select_n`` and ``select_cases``.
+
+Both run in one pass over the data for any number of cases (the kernel's
+``sk_family.c``): the output is built in blocks that stay in L1 while every
+case is applied to them, on the kernel's own loops and thread pool, moving
+every dtype as raw bits (NumPy's and ``ml_dtypes``' alike).
+
+The callers (the core's family functions) have validated the call and
+broadcast every operand to the output shape (``np.broadcast_to`` views are
+fine: any strides, zero strides included); the values share one dtype and
+``out``, when given, has that dtype and the output shape. These wrappers only
+convert what the kernel cannot read as it is: a condition that is not a bool
+or integer of 1, 2, 4 or 8 bytes becomes ``cond != 0``, and an index array in
+non-native byte order is byte-swapped (a value's byte order needs nothing: its
+bits are copied).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from . import _select_kernel as _k
+
+__all__ = ["kernel_select_cases", "kernel_select_n"]
+
+Array = npt.NDArray[Any]
+
+
+def _native(a: Array) -> Array:
+    """``a`` with its dtype in native byte order (a copy only when it is not)."""
+    if a.dtype.isnative:
+        return a
+    return a.astype(a.dtype.newbyteorder("="))
+
+
+def _as_cond(c: Array) -> Array:
+    """A condition the kernel tests as it is (nonzero is true), or ``c != 0``."""
+    if c.dtype.kind in "biu" and c.dtype.itemsize in (1, 2, 4, 8):
+        return c
+    return np.not_equal(c, 0)
+
+
+def kernel_select_n(which: Array, cases: Sequence[Array], out: Array | None) -> Array:
+    """``out[i] = cases[which[i]][i]``, in one pass.
+
+    Parameters
+    ----------
+    which : numpy.ndarray
+        Bool (exactly two cases: ``False`` picks ``cases[0]``) or any integer
+        dtype, broadcast to the output shape.
+    cases : sequence of numpy.ndarray
+        At least one array, all of one dtype, each broadcast to the output shape.
+    out : numpy.ndarray or None
+        Where to write (the output shape and the cases' dtype), or ``None`` for
+        a new C-ordered array.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``out``, or the new array.
+
+    Raises
+    ------
+    IndexError
+        With ``args == (value,)``: an index outside ``[0, len(cases))`` (the
+        first one met, in the order the kernel walks the output). It is found
+        in the same pass as the selection; ``out`` may then be partly written
+        (blocks before the bad index hold their result, the rest what they
+        held), and the inputs are untouched.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from arrayselect.backends.numpy_backend.kernel_family import kernel_select_n
+    >>> kernel_select_n(np.array([2, 0, 1]), (np.zeros(3), np.ones(3), np.full(3, 7.0)), None)
+    array([7., 0., 1.])
+    """
+    return _k.select_n(_native(which), tuple(cases), out)  # type: ignore[no-any-return]
+
+
+def kernel_select_cases(
+    conds: Sequence[Array], choices: Sequence[Array], default: Array, out: Array | None
+) -> Array:
+    """``numpy.select`` in one pass: the first true condition's choice, else ``default``.
+
+    Parameters
+    ----------
+    conds : sequence of numpy.ndarray
+        At least one condition (nonzero is true), each broadcast to the output
+        shape; bool and integers of 1, 2, 4 or 8 bytes are read as they are.
+    choices : sequence of numpy.ndarray
+        As many arrays as ``conds``, all of one dtype, broadcast to the output shape.
+    default : numpy.ndarray
+        Of the choices' dtype, broadcast to the output shape.
+    out : numpy.ndarray or None
+        Where to write (the output shape and the choices' dtype), or ``None``
+        for a new C-ordered array.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``out``, or the new array.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from arrayselect.backends.numpy_backend.kernel_family import kernel_select_cases
+    >>> x = np.array([-2.0, 0.0, 3.0])
+    >>> kernel_select_cases((x < 0, x > 0), (-x, x * 10), np.zeros(3), None)
+    array([ 2.,  0., 30.])
+    """
+    return _k.select_cases(  # type: ignore[no-any-return]
+        tuple(_as_cond(c) for c in conds), tuple(choices), default, out
+    )

@@ -7,6 +7,8 @@ is in effect.
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Callable, Hashable
 from types import ModuleType
 from typing import Any
 
@@ -48,6 +50,14 @@ class PortableBackend(Backend):
             f"{library} arrays are immutable or lazy, so the result cannot be written into "
             "an existing array; use the returned array instead"
         )
+        self._held: dict[tuple[Any, Hashable], Any] = {}
+        # What the library's handling of dtypes depends on: JAX's 64-bit mode.
+        self._mode: Callable[[], Hashable] | None = None
+        if library == "jax":
+            from .jax_backend import JaxBackend, x64_enabled
+
+            self._mode = x64_enabled
+            self.wider_dtypes_hint = JaxBackend.wider_dtypes_hint
 
     def dtype_kind(self, dtype: Any) -> DtypeKind | None:
         for category, kind in _KINDS:
@@ -57,6 +67,28 @@ class PortableBackend(Backend):
             except (TypeError, ValueError):
                 return None
         return None
+
+    def held_dtype(self, dtype: Any) -> Any:
+        # Asked of the library, once per dtype and mode: the dtype of a new array.
+        key = (dtype, self.dtype_mode())
+        try:
+            return self._held[key]
+        except KeyError:
+            pass
+        except TypeError:  # unhashable: not a dtype
+            return None
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # JAX warns that it truncates
+                held: Any = self.xp.zeros((), dtype=dtype).dtype
+        except (TypeError, ValueError):
+            held = None
+        if len(self._held) < 256:
+            self._held[key] = held
+        return held
+
+    def dtype_mode(self) -> Hashable:
+        return None if self._mode is None else self._mode()
 
     def shape(self, x: Any) -> Shape:
         # Dask marks unknown sizes with NaN; the shape core uses None.

@@ -30,6 +30,7 @@ __all__ = [
     "ScalarRange",
     "check_cond_dtype",
     "check_devices",
+    "check_held_dtypes",
     "check_layouts",
     "check_out",
     "check_out_layout",
@@ -104,6 +105,41 @@ def value_kind(backend: Backend, name: str, dtype: Any) -> DtypeKind:
             "integer, floating or complex dtype"
         )
     return kind
+
+
+def check_held_dtypes(backend: Backend, cond: Any, then: Any, else_: Any) -> None:
+    """Every input array's dtype must be one the result's library holds as it is, now.
+
+    The rule behind "no promotion, values copied bit for bit" when operands come
+    from two libraries (NumPy arrays beside JAX arrays): an operand the library
+    would narrow (int64 under JAX's default 32-bit mode) or cannot take at all
+    is refused, never converted. Python scalars are checked against the output
+    dtype by :func:`check_scalar`; ``out`` is left to :func:`check_out`.
+
+    Raises
+    ------
+    SelectTypeError
+        Naming the operand, its dtype, what the library would make of it, the
+        cast to write and the library's setting for wider dtypes.
+    """
+    for name, x in (("cond", cond), ("then", then), ("else", else_)):
+        if type(x) in _SCALAR_KIND:
+            continue
+        dtype = x.dtype
+        held = backend.held_dtype(dtype)
+        if held is None:
+            raise SelectTypeError(
+                f"{name} has dtype {dtype}, which the arrays of the {backend.name} backend "
+                "cannot hold; convert it to a dtype that library supports first"
+            )
+        if held != dtype:
+            hint = f", or {backend.wider_dtypes_hint}" if backend.wider_dtypes_hint else ""
+            raise SelectTypeError(
+                f"{name} has dtype {dtype}, which the arrays of the {backend.name} backend "
+                f"cannot hold now (they would turn it into {held}, which can change its "
+                "values, and Select never changes a value's dtype or bits); cast it yourself "
+                f"where its values fit ({name}.astype({str(held)!r})){hint}"
+            )
 
 
 # --------------------------------------------------------------------------- Python scalars
@@ -221,6 +257,10 @@ class Decision:
         Whether ``cond`` is boolean (else integer: nonzero is true).
     with_out
         Whether the call writes into ``out``.
+    dtype_mode
+        The backend's :meth:`~arrayselect.plugin.Backend.dtype_mode` when the
+        call was validated: which dtypes the library held as they are then. A
+        fast path reuses the decision only while the mode is the same.
     """
 
     plan: SelectPlan
@@ -229,6 +269,7 @@ class Decision:
     else_range: ScalarRange | None = None
     cond_bool: bool = True
     with_out: bool = False
+    dtype_mode: Hashable = None
 
 
 def value_dtype(

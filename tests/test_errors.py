@@ -101,6 +101,12 @@ def _only_numpy(xp):
     return None if backend_kind(xp) == "numpy" else "NumPy-only input (NumPy dtype/flags)"
 
 
+def _table_like(module: str) -> Any:
+    """An object of a class from ``module`` (pandas, polars), without importing it."""
+    cls = type("Series", (), {"__module__": module, "to_numpy": lambda self: np.ones(3)})
+    return cls()
+
+
 MODES_LISTED = ("auto_broadcast", "'none'", "'numpy'", "'pdpd'")
 COND_BROADCASTS_LISTED = ("cond_broadcast", "'unidirectional'", "'multidirectional'")
 
@@ -138,6 +144,32 @@ CASES = [
         ("then", "else"),
     ),
     # --- non-arrays
+    Case(
+        "cond-masked-array",
+        lambda xp: Inputs((np.ma.array([True, False, True], mask=[1, 0, 0]), _arr(xp), 0.0)),
+        asel.SelectTypeError,
+        ("cond", "masked array", "numpy.ma.where"),
+        only=_only_numpy,
+    ),
+    Case(
+        "then-masked-array",
+        lambda xp: Inputs((_arr(xp, dtype="bool"), np.ma.array(np.ones((2, 3)), mask=True), 0.0)),
+        asel.SelectTypeError,
+        ("then", "masked array", "numpy.ma.where"),
+        only=_only_numpy,
+    ),
+    Case(
+        "then-pandas-series",
+        lambda xp: Inputs((_arr(xp, dtype="bool"), _table_like("pandas.core.series"), 0.0)),
+        asel.SelectTypeError,
+        ("then", "pandas.core.series.Series", ".to_numpy()"),
+    ),
+    Case(
+        "cond-polars-series",
+        lambda xp: Inputs((_table_like("polars.series.series"), _arr(xp), _arr(xp))),
+        asel.SelectTypeError,
+        ("cond", "polars", ".to_numpy()"),
+    ),
     Case(
         "cond-list",
         lambda xp: Inputs(([[True, False, True]] * 2, _arr(xp), _arr(xp))),
@@ -486,6 +518,8 @@ def _read_only(a: np.ndarray) -> np.ndarray:
 def _snapshot(x: Any) -> np.ndarray | None:
     """A NumPy copy of array ``x`` (any library), or ``None`` for non-arrays."""
     if x is None or isinstance(x, (bool, int, float, complex, str, list, tuple)):
+        return None
+    if not hasattr(x, "dtype"):  # a stand-in of a table library: not an array
         return None
     return to_numpy(x)
 

@@ -630,3 +630,28 @@ def test_odd_but_valid_options(xp: ModuleType):
     for axis in (np.int64(0), np.int32(0), 0):
         got = to_numpy(asel.select(cond, then, 1, auto_broadcast="pdpd", axis=axis))
         assert bits_equal(got, np.array([[0, 0, 0], [1, 1, 1]], dtype=np.int8))
+
+
+@pytest.mark.parametrize(
+    ("call", "value", "exc", "word"),
+    [
+        (asel.set_num_threads, 0, asel.SelectValueError, "[1, 256], got 0"),
+        (asel.set_num_threads, 2.0, asel.SelectTypeError, "must be an int, got float"),
+        (asel.set_num_threads, True, asel.SelectTypeError, "must be an int, got bool"),
+        (asel.set_pool_limit, -5, asel.SelectValueError, ">= 0 bytes, got -5"),
+        (asel.set_pool_limit, "1M", asel.SelectTypeError, "must be an int (bytes), got str"),
+    ],
+)
+def test_settings_refusals_are_select_errors(call, value, exc, word):
+    before = (asel.get_num_threads(), asel.get_pool_limit())
+    with pytest.raises(exc, match=re.escape(word)) as info:
+        call(value)
+    # Still the builtin class, so that code catching ValueError/TypeError keeps working.
+    assert isinstance(info.value, ValueError if exc is asel.SelectValueError else TypeError)
+    assert (asel.get_num_threads(), asel.get_pool_limit()) == before
+
+
+def test_two_big_scalars_name_the_default_dtype_readably():
+    with pytest.raises(asel.ScalarOverflowError) as info:
+        asel.select(np.array([True]), 2**70, 1)
+    assert "of the library's default dtype int64, which two Python scalars" in str(info.value)

@@ -60,7 +60,8 @@ _SCALAR_FITS: Final[dict[type, frozenset[DtypeKind]]] = {
     float: frozenset({"float", "complex"}),
     complex: frozenset({"complex"}),
 }
-_DEFAULT: Final = "the namespace default"
+# What ``other`` is when both operands are Python scalars (see _dtype_of).
+_DEFAULT: Final = "two Python scalars"
 # Elements beyond which an interleaved ``out`` layout is not enumerated to prove
 # that its elements are disjoint (such layouts only come from as_strided).
 _OVERLAP_ENUMERATION_LIMIT: Final = 1 << 22
@@ -186,14 +187,23 @@ def scalar_fits_kind(scalar_type: type, kind: DtypeKind) -> bool:
     return kind in _SCALAR_FITS[scalar_type]
 
 
+def _dtype_of(other: str, dtype: Any) -> str:
+    """How a message names the dtype a Python scalar must take: ``other``'s (an operand)."""
+    if other == _DEFAULT:
+        return f"the library's default dtype {dtype}, which two Python scalars of one type take"
+    return f"{other}'s dtype {dtype}"
+
+
 def _check_scalar_kind(name: str, value: PyScalar, dtype: Any, kind: DtypeKind, other: str) -> None:
     """A Python scalar of ``value``'s type must be able to take a dtype of ``kind``."""
     fits = _SCALAR_FITS[type(value)]
     if kind not in fits:
         scalar_kind = _SCALAR_KIND[type(value)]
         raise SelectTypeError(
-            f"{name} is a Python {scalar_kind} ({value!r}) and cannot take the dtype {dtype} "
-            f"of {other}; a Python {scalar_kind} fits only " + " or ".join(sorted(fits)) + " dtypes"
+            f"{name} is a Python {scalar_kind} ({value!r}) and cannot take "
+            f"{_dtype_of(other, dtype)}; a Python {scalar_kind} fits only "
+            + " or ".join(sorted(fits))
+            + " dtypes"
         )
 
 
@@ -229,11 +239,11 @@ def check_scalar(rng: ScalarRange, name: str, value: PyScalar, dtype: Any, other
             continue
         if type(rng.high) is int:
             raise ScalarOverflowError(
-                f"{name}={value!r} is out of the range [{rng.low}, {rng.high}] of {other}'s "
-                f"dtype {dtype}"
+                f"{name}={value!r} is out of the range [{rng.low}, {rng.high}] of "
+                f"{_dtype_of(other, dtype)}"
             )
         raise ScalarOverflowError(
-            f"{name}={value!r} is finite but out of the range of {other}'s dtype {dtype} "
+            f"{name}={value!r} is finite but out of the range of {_dtype_of(other, dtype)} "
             f"(largest magnitude {rng.high:g}); pass inf explicitly if that is what you mean"
         )
     return rng.prepare(value)

@@ -7,6 +7,7 @@ is in effect.
 
 from __future__ import annotations
 
+import operator
 import warnings
 from collections.abc import Callable, Hashable
 from types import ModuleType
@@ -14,7 +15,15 @@ from typing import Any
 
 import array_api_compat as compat
 
-from arrayselect.plugin import Backend, DtypeKind, OutLayout, SelectPlan, SelectValueError, Shape
+from arrayselect.plugin import (
+    Backend,
+    DtypeKind,
+    OutLayout,
+    SelectPlan,
+    SelectShapeError,
+    SelectValueError,
+    Shape,
+)
 
 __all__ = ["PortableBackend", "create"]
 
@@ -35,6 +44,16 @@ _KINDS: tuple[tuple[str, DtypeKind], ...] = (
 def _library(xp: ModuleType) -> str:
     name = xp.__name__.removeprefix("array_api_compat.")
     return name.partition(".")[0]
+
+
+def _dim(d: Any) -> Any:
+    """A dimension as the shape core takes it: an int, ``None`` when unknown, or symbolic."""
+    if d is None or d != d:  # Dask marks unknown sizes with NaN
+        return None
+    try:
+        return operator.index(d)
+    except Exception:  # a symbolic dimension (jax.export): the shape core compares it
+        return d
 
 
 class PortableBackend(Backend):
@@ -91,8 +110,7 @@ class PortableBackend(Backend):
         return None if self._mode is None else self._mode()
 
     def shape(self, x: Any) -> Shape:
-        # Dask marks unknown sizes with NaN; the shape core uses None.
-        return tuple(None if d is None or d != d else int(d) for d in x.shape)
+        return tuple(_dim(d) for d in x.shape)
 
     def int_range(self, dtype: Any) -> tuple[int, int]:
         info = self.xp.iinfo(dtype)
@@ -142,6 +160,30 @@ class PortableBackend(Backend):
         return OutLayout()
 
     def select(self, cond: Any, then: Any, else_: Any, plan: SelectPlan, out: Any) -> Any:
+        try:
+            return self._select(cond, then, else_, plan, out)
+        except SelectValueError:
+            raise
+        except Exception as exc:
+            symbolic = [
+                (name, shape)
+                for name, shape in (("cond", cond), ("then", then), ("else", else_))
+                for shape in [self.shape(shape)]
+                if any(d is not None and not isinstance(d, int) for d in shape)
+            ]
+            if not symbolic:
+                raise
+            # Symbolic sizes (jax.export) the library cannot prove equal or 1.
+            raise SelectShapeError(
+                "the shapes "
+                + ", ".join(f"{name} {shape}" for name, shape in symbolic)
+                + f" cannot be broadcast onto the output shape {tuple(plan.out_shape)} by "
+                f"{self.library} while tracing ({type(exc).__name__}: {exc}); it must know "
+                "that each dimension equals the output's or is 1 (for symbolic shapes, use "
+                "one symbol for dimensions that are equal, or a constant)"
+            ) from None
+
+    def _select(self, cond: Any, then: Any, else_: Any, plan: SelectPlan, out: Any) -> Any:
         xp = self.xp
         cond_shape, then_shape, else_shape = plan.aligned
         if cond_shape is not None:

@@ -165,10 +165,12 @@ class PortableBackend(Backend):
         except SelectValueError:
             raise
         except Exception as exc:
+            shapes = [
+                (n, self.shape(x)) for n, x in (("cond", cond), ("then", then), ("else", else_))
+            ]
             symbolic = [
                 (name, shape)
-                for name, shape in (("cond", cond), ("then", then), ("else", else_))
-                for shape in [self.shape(shape)]
+                for name, shape in shapes
                 if any(d is not None and not isinstance(d, int) for d in shape)
             ]
             if not symbolic:

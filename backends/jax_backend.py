@@ -22,6 +22,7 @@ import collections
 import contextlib
 import operator
 import threading
+import warnings
 from collections.abc import Callable, Hashable
 from types import ModuleType
 from typing import Any, NamedTuple, cast
@@ -44,7 +45,7 @@ from arrayselect.plugin import (
     same_dim,
 )
 
-__all__ = ["DEFAULT_CACHE_SIZE", "CacheInfo", "JaxBackend", "create", "emit"]
+__all__ = ["DEFAULT_CACHE_SIZE", "CacheInfo", "JaxBackend", "create", "emit", "x64_enabled"]
 
 #: Default number of compiled eager Select functions (and of cached signatures) kept.
 DEFAULT_CACHE_SIZE = 512
@@ -70,6 +71,7 @@ _ArrayImpl: type = _concrete_array_type()
 _iinfo: Callable[[Any], Any] = jnp.iinfo
 _finfo: Callable[[Any], Any] = jnp.finfo
 _PartitionSpec: Callable[..., Any] = jax.sharding.PartitionSpec
+_config: Any = jax.config
 
 _KINDS: tuple[tuple[Any, DtypeKind], ...] = (
     (jnp.bool_, "bool"),
@@ -288,6 +290,28 @@ def _select_bits_jvp(primals: Any, tangents: Any) -> tuple[Any, Any]:
     return _select_bits(which, on_false, on_true), lax.select_n(which, false_dot, true_dot)
 
 
+def x64_enabled() -> bool:
+    """Whether JAX's 64-bit mode is on in this thread (the flag or a ``jax.enable_x64`` block)."""
+    return bool(_config.jax_enable_x64)
+
+
+class _ModeChanged(Exception):
+    """A cached decision met another dtype mode; the general path decides the call."""
+
+
+def _in_mode(
+    fn: Callable[..., Any], mode: Hashable, current: Callable[[], Hashable]
+) -> Callable[..., Any]:
+    """``fn``, run only while ``current()`` is ``mode``."""
+
+    def run_in_mode(cond: Any, then: Any, else_: Any) -> Any:
+        if current() != mode:
+            raise _ModeChanged
+        return fn(cond, then, else_)
+
+    return run_in_mode
+
+
 def _compiled(plan: SelectPlan) -> Callable[..., Any]:
     """A ``jax.jit`` function running one validated plan on concrete inputs."""
 
@@ -314,8 +338,14 @@ class JaxBackend(Backend):
     )
     device_hint = "move them explicitly with jax.device_put"
 
+    wider_dtypes_hint = (
+        "turn on JAX's 64-bit mode (jax.config.update('jax_enable_x64', True), the "
+        "JAX_ENABLE_X64=1 environment variable, or a jax.enable_x64(True) block)"
+    )
+
     def __init__(self, cache_size: int = DEFAULT_CACHE_SIZE) -> None:
         self._kinds: dict[Any, DtypeKind | None] = {}
+        self._held: dict[tuple[Any, bool], Any] = {}
         self._int_ranges: dict[Any, tuple[int, int]] = {}
         self._float_maxes: dict[Any, float] = {}
         self._plan_fns = _LRU(cache_size)
@@ -355,6 +385,41 @@ class JaxBackend(Backend):
         if len(self._kinds) < 256:
             self._kinds[dtype] = kind
         return kind
+
+    def held_dtype(self, dtype: Any) -> Any:
+        # What JAX makes of a NumPy (or earlier 64-bit) array now: int64 becomes
+        # int32 with 64-bit mode off, float128 is refused. Asked of JAX, per mode.
+        key = (dtype, x64_enabled())
+        try:
+            return self._held[key]
+        except KeyError:
+            pass
+        except TypeError:  # unhashable: not a dtype
+            return None
+        try:
+            with warnings.catch_warnings(), jax.ensure_compile_time_eval():
+                warnings.simplefilter("ignore")  # JAX warns that it truncates
+                held: Any = jnp.zeros((), dtype).dtype
+        except (TypeError, ValueError):
+            held = None
+        if len(self._held) < 256:
+            self._held[key] = held
+        return held
+
+    def result_type(self, x1: Any, x2: Any) -> Any:
+        # JAX's own promotion, for NumPy operands too: what jnp.where gives them
+        # (int64 NumPy arrays become int32 while 64-bit mode is off).
+        return jnp.result_type(x1, x2)
+
+    def library_scalar(self, value: bool | int | float | complex, dtype: Any, like: Any) -> Any:
+        if isinstance(like, jax.Array):
+            return super().library_scalar(value, dtype, like)
+        # Beside a NumPy operand: as jnp.where converts it (JAX refuses an int out of
+        # range where NumPy would wrap it around).
+        return jnp.where(True, value, jnp.zeros((), dtype))
+
+    def dtype_mode(self) -> Hashable:
+        return x64_enabled()
 
     def int_range(self, dtype: Any) -> tuple[int, int]:
         found = self._int_ranges.get(dtype)
@@ -434,6 +499,12 @@ class JaxBackend(Backend):
         Python-scalar operand turned into a constant first.
         """
         fn = self._plan_fn(decision.plan)
+        if decision.dtype_mode:
+            # Validated with 64-bit mode on: its dtypes may be ones JAX narrows once
+            # the mode is off. Then the call fails here and the fast path hands it to
+            # the general path, which refuses what JAX would narrow. (A decision made
+            # with the mode off holds 32-bit dtypes only, which JAX holds in both.)
+            fn = _in_mode(fn, decision.dtype_mode, self.dtype_mode)
         dtype = decision.dtype
         scalar_array = self.scalar_array
         if decision.then_range is not None:

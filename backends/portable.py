@@ -7,12 +7,23 @@ is in effect.
 
 from __future__ import annotations
 
+import operator
+import warnings
+from collections.abc import Callable, Hashable
 from types import ModuleType
 from typing import Any
 
 import array_api_compat as compat
 
-from arrayselect.plugin import Backend, DtypeKind, OutLayout, SelectPlan, SelectValueError, Shape
+from arrayselect.plugin import (
+    Backend,
+    DtypeKind,
+    OutLayout,
+    SelectPlan,
+    SelectShapeError,
+    SelectValueError,
+    Shape,
+)
 
 __all__ = ["PortableBackend", "create"]
 
@@ -35,6 +46,16 @@ def _library(xp: ModuleType) -> str:
     return name.partition(".")[0]
 
 
+def _dim(d: Any) -> Any:
+    """A dimension as the shape core takes it: an int, ``None`` when unknown, or symbolic."""
+    if d is None or d != d:  # Dask marks unknown sizes with NaN
+        return None
+    try:
+        return operator.index(d)
+    except Exception:  # a symbolic dimension (jax.export): the shape core compares it
+        return d
+
+
 class PortableBackend(Backend):
     """Select built from ``xp.reshape`` and ``xp.where`` of the standard."""
 
@@ -48,6 +69,14 @@ class PortableBackend(Backend):
             f"{library} arrays are immutable or lazy, so the result cannot be written into "
             "an existing array; use the returned array instead"
         )
+        self._held: dict[tuple[Any, Hashable], Any] = {}
+        # What the library's handling of dtypes depends on: JAX's 64-bit mode.
+        self._mode: Callable[[], Hashable] | None = None
+        if library == "jax":
+            from .jax_backend import JaxBackend, x64_enabled
+
+            self._mode = x64_enabled
+            self.wider_dtypes_hint = JaxBackend.wider_dtypes_hint
 
     def dtype_kind(self, dtype: Any) -> DtypeKind | None:
         for category, kind in _KINDS:
@@ -58,9 +87,30 @@ class PortableBackend(Backend):
                 return None
         return None
 
+    def held_dtype(self, dtype: Any) -> Any:
+        # Asked of the library, once per dtype and mode: the dtype of a new array.
+        key = (dtype, self.dtype_mode())
+        try:
+            return self._held[key]
+        except KeyError:
+            pass
+        except TypeError:  # unhashable: not a dtype
+            return None
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # JAX warns that it truncates
+                held: Any = self.xp.zeros((), dtype=dtype).dtype
+        except (TypeError, ValueError):
+            held = None
+        if len(self._held) < 256:
+            self._held[key] = held
+        return held
+
+    def dtype_mode(self) -> Hashable:
+        return None if self._mode is None else self._mode()
+
     def shape(self, x: Any) -> Shape:
-        # Dask marks unknown sizes with NaN; the shape core uses None.
-        return tuple(None if d is None or d != d else int(d) for d in x.shape)
+        return tuple(_dim(d) for d in x.shape)
 
     def int_range(self, dtype: Any) -> tuple[int, int]:
         info = self.xp.iinfo(dtype)
@@ -110,6 +160,32 @@ class PortableBackend(Backend):
         return OutLayout()
 
     def select(self, cond: Any, then: Any, else_: Any, plan: SelectPlan, out: Any) -> Any:
+        try:
+            return self._select(cond, then, else_, plan, out)
+        except SelectValueError:
+            raise
+        except Exception as exc:
+            shapes = [
+                (n, self.shape(x)) for n, x in (("cond", cond), ("then", then), ("else", else_))
+            ]
+            symbolic = [
+                (name, shape)
+                for name, shape in shapes
+                if any(d is not None and not isinstance(d, int) for d in shape)
+            ]
+            if not symbolic:
+                raise
+            # Symbolic sizes (jax.export) the library cannot prove equal or 1.
+            raise SelectShapeError(
+                "the shapes "
+                + ", ".join(f"{name} {shape}" for name, shape in symbolic)
+                + f" cannot be broadcast onto the output shape {tuple(plan.out_shape)} by "
+                f"{self.library} while tracing ({type(exc).__name__}: {exc}); it must know "
+                "that each dimension equals the output's or is 1 (for symbolic shapes, use "
+                "one symbol for dimensions that are equal, or a constant)"
+            ) from None
+
+    def _select(self, cond: Any, then: Any, else_: Any, plan: SelectPlan, out: Any) -> Any:
         xp = self.xp
         cond_shape, then_shape, else_shape = plan.aligned
         if cond_shape is not None:

@@ -146,7 +146,8 @@ def run_page(page: Path) -> list[str]:
 def _run_blocks(page: Path, text: str) -> list[str]:
     for old, new in SHRINK.get(page.name, []):
         text = text.replace(old, new)
-    globs: dict[str, object] = {"__name__": f"docs_{page.stem}"}
+    # As a script the reader runs: blocks guarded by ``if __name__ == "__main__":`` run.
+    globs: dict[str, object] = {"__name__": "__main__"}
     skipped: list[str] = []
     parser = doctest.DocTestParser()
     for block in fenced_blocks(text):

@@ -101,6 +101,12 @@ def _only_numpy(xp):
     return None if backend_kind(xp) == "numpy" else "NumPy-only input (NumPy dtype/flags)"
 
 
+def _table_like(module: str) -> Any:
+    """An object of a class from ``module`` (pandas, polars), without importing it."""
+    cls = type("Series", (), {"__module__": module, "to_numpy": lambda self: np.ones(3)})
+    return cls()
+
+
 MODES_LISTED = ("auto_broadcast", "'none'", "'numpy'", "'pdpd'")
 COND_BROADCASTS_LISTED = ("cond_broadcast", "'unidirectional'", "'multidirectional'")
 
@@ -138,6 +144,32 @@ CASES = [
         ("then", "else"),
     ),
     # --- non-arrays
+    Case(
+        "cond-masked-array",
+        lambda xp: Inputs((np.ma.array([True, False, True], mask=[1, 0, 0]), _arr(xp), 0.0)),
+        asel.SelectTypeError,
+        ("cond", "masked array", "numpy.ma.where"),
+        only=_only_numpy,
+    ),
+    Case(
+        "then-masked-array",
+        lambda xp: Inputs((_arr(xp, dtype="bool"), np.ma.array(np.ones((2, 3)), mask=True), 0.0)),
+        asel.SelectTypeError,
+        ("then", "masked array", "numpy.ma.where"),
+        only=_only_numpy,
+    ),
+    Case(
+        "then-pandas-series",
+        lambda xp: Inputs((_arr(xp, dtype="bool"), _table_like("pandas.core.series"), 0.0)),
+        asel.SelectTypeError,
+        ("then", "pandas.core.series.Series", ".to_numpy()"),
+    ),
+    Case(
+        "cond-polars-series",
+        lambda xp: Inputs((_table_like("polars.series.series"), _arr(xp), _arr(xp))),
+        asel.SelectTypeError,
+        ("cond", "polars", ".to_numpy()"),
+    ),
     Case(
         "cond-list",
         lambda xp: Inputs(([[True, False, True]] * 2, _arr(xp), _arr(xp))),
@@ -487,6 +519,8 @@ def _snapshot(x: Any) -> np.ndarray | None:
     """A NumPy copy of array ``x`` (any library), or ``None`` for non-arrays."""
     if x is None or isinstance(x, (bool, int, float, complex, str, list, tuple)):
         return None
+    if not hasattr(x, "dtype"):  # a stand-in of a table library: not an array
+        return None
     return to_numpy(x)
 
 
@@ -596,3 +630,28 @@ def test_odd_but_valid_options(xp: ModuleType):
     for axis in (np.int64(0), np.int32(0), 0):
         got = to_numpy(asel.select(cond, then, 1, auto_broadcast="pdpd", axis=axis))
         assert bits_equal(got, np.array([[0, 0, 0], [1, 1, 1]], dtype=np.int8))
+
+
+@pytest.mark.parametrize(
+    ("call", "value", "exc", "word"),
+    [
+        (asel.set_num_threads, 0, asel.SelectValueError, "[1, 256], got 0"),
+        (asel.set_num_threads, 2.0, asel.SelectTypeError, "must be an int, got float"),
+        (asel.set_num_threads, True, asel.SelectTypeError, "must be an int, got bool"),
+        (asel.set_pool_limit, -5, asel.SelectValueError, ">= 0 bytes, got -5"),
+        (asel.set_pool_limit, "1M", asel.SelectTypeError, "must be an int (bytes), got str"),
+    ],
+)
+def test_settings_refusals_are_select_errors(call, value, exc, word):
+    before = (asel.get_num_threads(), asel.get_pool_limit())
+    with pytest.raises(exc, match=re.escape(word)) as info:
+        call(value)
+    # Still the builtin class, so that code catching ValueError/TypeError keeps working.
+    assert isinstance(info.value, ValueError if exc is asel.SelectValueError else TypeError)
+    assert (asel.get_num_threads(), asel.get_pool_limit()) == before
+
+
+def test_two_big_scalars_name_the_default_dtype_readably():
+    with pytest.raises(asel.ScalarOverflowError) as info:
+        asel.select(np.array([True]), 2**70, 1)
+    assert "of the library's default dtype int64, which two Python scalars" in str(info.value)

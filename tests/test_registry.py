@@ -442,3 +442,30 @@ def test_dask_unknown_sizes_pdpd_reshape(da):
     then = da.from_array(np.arange(6.0).reshape(2, 3), chunks=2)
     result = asel.select(cond, then, -1.0, auto_broadcast="pdpd", axis=0)
     assert bits_equal(to_numpy(result), np.array([[0.0, 1.0, 2.0], [-1.0, -1.0, -1.0]]))
+
+
+@pytest.mark.parametrize(
+    ("library", "factory", "word"),
+    [
+        ("numpy", 42, "factory must be a callable"),
+        ("numpy", "arrayselect.backends.numpy_backend:create", "factory must be a callable"),
+        (3, lambda xp: None, "library must be a str"),
+        (None, None, "library must be a str"),
+    ],
+)
+def test_register_backend_checks_its_arguments_when_called(clean_registry, library, factory, word):
+    before = dict(_registry._factories)
+    with pytest.raises(TypeError, match=word):
+        asel.register_backend(library, factory)
+    assert _registry._factories == before  # nothing registered
+    assert asel.select(np.array([True, False]), np.array([1, 2]), 0).tolist() == [1, 0]
+
+
+def test_a_factory_returning_no_backend_is_refused_when_it_is_created(clean_registry):
+    cls = _make_toy_class("toylib3")
+    asel.register_backend("toylib3", lambda xp: 42)
+    c, t = cls(np.array([True])), cls(np.array([1.0]))
+    for _ in range(2):  # refused every time, never cached
+        with pytest.raises(asel.SelectTypeError, match=r"returned int 42, not an arrayselect"):
+            asel.select(c, t, 0.0)
+    assert ("toylib3", False) not in _registry._backends

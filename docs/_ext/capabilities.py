@@ -60,7 +60,7 @@ __all__ = [
 
 Status = Literal["yes", "partial", "no", "absent", "n/a", "error"]
 
-#: The dtypes of the specification (SPEC §4), in table order.
+#: The dtypes of the specification (docs/semantics.md, "Types"), in table order.
 DTYPES: tuple[str, ...] = adapters.DTYPES
 
 #: The features probed, in table order.

@@ -387,8 +387,8 @@ def write_all(folder: Path) -> list[Path]:
         "pdpd": [r for r in rows if r["options"].get("auto_broadcast") == "pdpd"],
     }
     titles = {
-        "numpy": "auto_broadcast='numpy': the oneDNN / SPEC examples",
-        "pdpd": "auto_broadcast='pdpd': the SPEC examples with then (2, 3, 4, 5)",
+        "numpy": "auto_broadcast='numpy': the oneDNN / semantics examples",
+        "pdpd": "auto_broadcast='pdpd': the semantics examples with then (2, 3, 4, 5)",
     }
     for group, members in groups.items():
         path = folder / f"shapes_{group}.png"

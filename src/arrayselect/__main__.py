@@ -22,7 +22,13 @@ def main(argv: list[str] | None = None) -> int:
     int
         0 on success, 1 when a check failed, 2 for a usage error.
     """
-    parser = argparse.ArgumentParser(prog="arrayselect", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="arrayselect",
+        description="The command line of arrayselect. With no command, or with selfcheck, "
+        "it runs the source specifications' examples on every installed backend and prints "
+        "a table; bench times select against each "
+        "library's own where.",
+    )
     parser.add_argument(
         "--version", action="version", version=f"%(prog)s {__version__}", help="print the version"
     )

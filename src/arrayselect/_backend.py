@@ -86,6 +86,32 @@ class Backend(abc.ABC):
     def float_max(self, dtype: Any) -> float:
         """Largest finite value of a real or complex floating ``dtype`` (per component)."""
 
+    def held_dtype(self, dtype: Any) -> Any:
+        """The dtype an array of ``dtype`` has once this library takes it, here and now.
+
+        ``dtype`` itself when the library holds such values as they are (the
+        default); a narrower dtype when it converts them (JAX without 64-bit mode
+        turns int64 into int32); ``None`` when it cannot take them at all. The core
+        refuses an operand whose dtype this would change: Select never changes a
+        value's dtype or bits. Only operands of another library (NumPy arrays beside
+        JAX arrays) or a changed library mode make the answer differ from ``dtype``.
+        """
+        return dtype
+
+    def dtype_mode(self) -> Hashable:
+        """The library state :meth:`held_dtype`'s answers depend on, or ``None``.
+
+        A validation decision records it (:attr:`~arrayselect.plugin.Decision.dtype_mode`);
+        a fast path must not reuse a decision made in another mode. JAX answers
+        whether its 64-bit mode is on. The default, ``None``, means the answers never
+        change.
+        """
+        return None
+
+    #: How to make the library hold the dtypes :meth:`held_dtype` narrows, for the
+    #: error message (empty when there is no such setting).
+    wider_dtypes_hint: str = ""
+
     @abc.abstractmethod
     def default_dtype(self, scalar_type: type, like: Any) -> Any:
         """The library's default dtype for a Python scalar type (``bool``, ``int``,

@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable, Iterator
 from importlib.metadata import entry_points
 from types import ModuleType
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, NoReturn
 
 import array_api_compat as compat
 
@@ -126,6 +126,8 @@ register_cache("_registry.library_of", lambda: (len(_library_by_type), _LIBRARY_
 
 
 def _classify(x: object) -> str | None:
+    if type(x).__module__.startswith("numpy.ma"):
+        return None  # a masked array: Select would drop its mask (see _not_an_array)
     if compat.is_numpy_array(x):
         return "numpy"
     if compat.is_jax_array(x):
@@ -155,6 +157,16 @@ def register_backend(library: str, factory: BackendFactory | None) -> None:
         plugin's entry point, or the portable backend serves the library again.
     """
     global _plugins_loaded
+    if not isinstance(library, str):
+        raise TypeError(
+            f"register_backend: library must be a str, the key of the array library "
+            f"(such as 'numpy' or 'sparse'), got {_describe(library)} {library!r}"
+        )
+    if factory is not None and not callable(factory):
+        raise TypeError(
+            f"register_backend: factory must be a callable factory(xp) -> Backend, or None "
+            f"to undo a registration, got {_describe(factory)} {factory!r}"
+        )
     with _lock:
         if factory is not None:
             _factories[library] = factory
@@ -208,7 +220,14 @@ def get_backend(library: str, xp: ModuleType) -> Backend:
             if not _plugins_loaded and library not in _factories:
                 _load_plugins()
             name = PORTABLE if portable or library not in _factories else library
-            backend = _factory(_factories[name])(xp)
+            factory = _factory(_factories[name])
+            backend = factory(xp)
+            if not isinstance(backend, Backend):
+                raise SelectTypeError(
+                    f"the backend factory {factory!r} registered for {name!r} returned "
+                    f"{_describe(backend)} {backend!r}, not an arrayselect.plugin.Backend; "
+                    "a factory must return an instance of a Backend subclass"
+                )
             _backends[key] = backend
             if name != PORTABLE:
                 _install_fast_path(library, backend)
@@ -327,11 +346,7 @@ def resolve(
             continue
         library = library_of(x)
         if library is None:
-            expected = "an array or a Python scalar" if name in values else "an array"
-            raise SelectTypeError(
-                f"{name} must be {expected} of an Array API library, got {_describe(x)}"
-                + (" (convert it with xp.asarray first)" if isinstance(x, (list, tuple)) else "")
-            )
+            _not_an_array(name, x, name in values)
         libraries.setdefault(library, name)
         named.append((name, x))
     if len(libraries) > 1:
@@ -358,6 +373,27 @@ def resolve(
         arrays = [x for _, x in named if library_of(x) == library]
         backend = get_backend(library, _namespace(libraries[library], arrays, checked))
     return backend, named
+
+
+def _not_an_array(name: str, x: object, value: bool) -> NoReturn:
+    """Raise the error for an input that is no array Select takes, with the way out."""
+    module = type(x).__module__
+    if module.startswith("numpy.ma"):
+        raise SelectTypeError(
+            f"{name} is a NumPy masked array ({_describe(x)}), whose mask Select would "
+            "ignore; use numpy.ma.where for masked results, or pass the values you mean "
+            "as a plain array (x.filled(fill_value))"
+        )
+    expected = "an array or a Python scalar" if value else "an array"
+    if isinstance(x, (list, tuple)):
+        hint = " (convert it with xp.asarray first)"
+    elif module.partition(".")[0] in ("pandas", "polars"):
+        hint = " (convert it with .to_numpy() first)"
+    else:
+        hint = ""
+    raise SelectTypeError(
+        f"{name} must be {expected} of an Array API library, got {_describe(x)}{hint}"
+    )
 
 
 def _has_factory(library: str) -> bool:

@@ -12,6 +12,7 @@ from arrayselect._validate import (
     Decision,
     check_cond_dtype,
     check_devices,
+    check_held_dtypes,
     check_layouts,
     check_out,
     scalar_values,
@@ -136,13 +137,14 @@ def validate(
     """Every check of :func:`select`, in its order; raises what ``select`` raises.
 
     The order is part of the contract: options, array types and layouts, ``cond``'s dtype,
-    ``then``/``else`` dtypes and scalar values, shapes, devices, ``out``.
+    ``then``/``else`` dtypes, dtypes the library holds, scalar values, shapes, devices, ``out``.
     """
     mode, axis_int, cb = check_options(auto_broadcast, axis, cond_broadcast)
     backend, named = resolve(cond, then, else_, out)
     check_layouts(backend, named)
     check_cond_dtype(backend, cond)
     dtype, then_range, else_range = value_dtype(backend, cond, then, else_)
+    check_held_dtypes(backend, cond, then, else_)
     then_value, else_value = scalar_values(then, else_, dtype, then_range, else_range)
     plan = make_plan(
         backend.shape(cond),
@@ -169,6 +171,7 @@ def validate(
         else_range,
         cond_bool=backend.dtype_kind(cond.dtype) == "bool",
         with_out=out is not None,
+        dtype_mode=backend.dtype_mode(),
     )
     return Validated(backend, decision, then, else_)
 

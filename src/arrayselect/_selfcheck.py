@@ -1,7 +1,8 @@
 """Self-check: the source specifications' examples on every installed backend.
 
-Each example's expected result is typed from the documents in the project's
-``shared/seeds`` folder and SPEC §3, not computed by this library.
+Each example's expected result is typed from the source specifications and the
+shape rules stated in ``docs/semantics.md`` (the rows labelled "Semantics, ..."
+come from that page), not computed by this library.
 """
 
 from __future__ import annotations
@@ -83,15 +84,17 @@ EXAMPLES: tuple[Example, ...] = (
     _shape_example("oneDNN: cond {4,5} onto {2,3,4,5}", (4, 5), (2, 3, 4, 5)),
     _shape_example("oneDNN: cond {3,1,5} onto {2,3,4,5}", (3, 1, 5), (2, 3, 4, 5)),
     _error_example("oneDNN: cond {3,5} onto {2,3,4,5} is invalid", (3, 5), (2, 3, 4, 5)),
-    _error_example("SPEC: cond (2,1,1,1,1) rank too high", (2, 1, 1, 1, 1), (2, 3, 4, 5)),
     _error_example(
-        "SPEC: then (1,3,1), else (3,1,1), cond (1,1,3) unidirectional",
+        "Semantics, numpy mode: cond (2,1,1,1,1) rank too high", (2, 1, 1, 1, 1), (2, 3, 4, 5)
+    ),
+    _error_example(
+        "Semantics, numpy mode: then (1,3,1), else (3,1,1), cond (1,1,3)",
         (1, 1, 3),
         (1, 3, 1),
         else_=(3, 1, 1),
     ),
     _shape_example(
-        "SPEC: same, multidirectional -> (3,3,3)",
+        "Semantics, cond_broadcast=multidirectional: same -> (3,3,3)",
         (1, 1, 3),
         (3, 3, 3),
         then=(1, 3, 1),

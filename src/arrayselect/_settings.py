@@ -23,6 +23,8 @@ import warnings
 from collections.abc import Callable
 from typing import Final
 
+from arrayselect._errors import SelectTypeError, SelectValueError
+
 __all__ = [
     "ENV_NUM_THREADS",
     "ENV_POOL_MB",
@@ -107,10 +109,10 @@ def set_num_threads(n: int) -> None:
 
     Raises
     ------
-    TypeError
-        If ``n`` is not an int.
-    ValueError
-        If ``n`` is out of range.
+    SelectTypeError
+        If ``n`` is not an int (a :class:`TypeError`, like every ``SelectTypeError``).
+    SelectValueError
+        If ``n`` is out of range (a :class:`ValueError`).
 
     Examples
     --------
@@ -123,9 +125,9 @@ def set_num_threads(n: int) -> None:
     """
     global _num_threads, _num_threads_chosen
     if isinstance(n, bool) or not isinstance(n, int):
-        raise TypeError(f"the number of threads must be an int, got {type(n).__name__}")
+        raise SelectTypeError(f"the number of threads must be an int, got {type(n).__name__}")
     if not 1 <= n <= MAX_THREADS:
-        raise ValueError(f"the number of threads must be in [1, {MAX_THREADS}], got {n}")
+        raise SelectValueError(f"the number of threads must be in [1, {MAX_THREADS}], got {n}")
     with _lock:
         _num_threads = n
         _num_threads_chosen = True
@@ -172,16 +174,18 @@ def set_pool_limit(n_bytes: int) -> None:
 
     Raises
     ------
-    TypeError
-        If ``n_bytes`` is not an int.
-    ValueError
-        If ``n_bytes`` is negative.
+    SelectTypeError
+        If ``n_bytes`` is not an int (a :class:`TypeError`).
+    SelectValueError
+        If ``n_bytes`` is negative (a :class:`ValueError`).
     """
     global _pool_limit
     if isinstance(n_bytes, bool) or not isinstance(n_bytes, int):
-        raise TypeError(f"the pool limit must be an int (bytes), got {type(n_bytes).__name__}")
+        raise SelectTypeError(
+            f"the pool limit must be an int (bytes), got {type(n_bytes).__name__}"
+        )
     if n_bytes < 0:
-        raise ValueError(f"the pool limit must be >= 0 bytes, got {n_bytes}")
+        raise SelectValueError(f"the pool limit must be >= 0 bytes, got {n_bytes}")
     with _lock:
         _pool_limit = n_bytes
         for _, pool_limit, _ in _listeners:

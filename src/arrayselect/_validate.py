@@ -30,6 +30,7 @@ __all__ = [
     "ScalarRange",
     "check_cond_dtype",
     "check_devices",
+    "check_held_dtypes",
     "check_layouts",
     "check_out",
     "check_out_layout",
@@ -59,7 +60,8 @@ _SCALAR_FITS: Final[dict[type, frozenset[DtypeKind]]] = {
     float: frozenset({"float", "complex"}),
     complex: frozenset({"complex"}),
 }
-_DEFAULT: Final = "the namespace default"
+# What ``other`` is when both operands are Python scalars (see _dtype_of).
+_DEFAULT: Final = "two Python scalars"
 # Elements beyond which an interleaved ``out`` layout is not enumerated to prove
 # that its elements are disjoint (such layouts only come from as_strided).
 _OVERLAP_ENUMERATION_LIMIT: Final = 1 << 22
@@ -106,6 +108,41 @@ def value_kind(backend: Backend, name: str, dtype: Any) -> DtypeKind:
     return kind
 
 
+def check_held_dtypes(backend: Backend, cond: Any, then: Any, else_: Any) -> None:
+    """Every input array's dtype must be one the result's library holds as it is, now.
+
+    The rule behind "no promotion, values copied bit for bit" when operands come
+    from two libraries (NumPy arrays beside JAX arrays): an operand the library
+    would narrow (int64 under JAX's default 32-bit mode) or cannot take at all
+    is refused, never converted. Python scalars are checked against the output
+    dtype by :func:`check_scalar`; ``out`` is left to :func:`check_out`.
+
+    Raises
+    ------
+    SelectTypeError
+        Naming the operand, its dtype, what the library would make of it, the
+        cast to write and the library's setting for wider dtypes.
+    """
+    for name, x in (("cond", cond), ("then", then), ("else", else_)):
+        if type(x) in _SCALAR_KIND:
+            continue
+        dtype = x.dtype
+        held = backend.held_dtype(dtype)
+        if held is None:
+            raise SelectTypeError(
+                f"{name} has dtype {dtype}, which the arrays of the {backend.name} backend "
+                "cannot hold; convert it to a dtype that library supports first"
+            )
+        if held != dtype:
+            hint = f", or {backend.wider_dtypes_hint}" if backend.wider_dtypes_hint else ""
+            raise SelectTypeError(
+                f"{name} has dtype {dtype}, which the arrays of the {backend.name} backend "
+                f"cannot hold now (they would turn it into {held}, which can change its "
+                "values, and Select never changes a value's dtype or bits); cast it yourself "
+                f"where its values fit ({name}.astype({str(held)!r})){hint}"
+            )
+
+
 # --------------------------------------------------------------------------- Python scalars
 
 
@@ -150,14 +187,23 @@ def scalar_fits_kind(scalar_type: type, kind: DtypeKind) -> bool:
     return kind in _SCALAR_FITS[scalar_type]
 
 
+def _dtype_of(other: str, dtype: Any) -> str:
+    """How a message names the dtype a Python scalar must take: ``other``'s (an operand)."""
+    if other == _DEFAULT:
+        return f"the library's default dtype {dtype}, which two Python scalars of one type take"
+    return f"{other}'s dtype {dtype}"
+
+
 def _check_scalar_kind(name: str, value: PyScalar, dtype: Any, kind: DtypeKind, other: str) -> None:
     """A Python scalar of ``value``'s type must be able to take a dtype of ``kind``."""
     fits = _SCALAR_FITS[type(value)]
     if kind not in fits:
         scalar_kind = _SCALAR_KIND[type(value)]
         raise SelectTypeError(
-            f"{name} is a Python {scalar_kind} ({value!r}) and cannot take the dtype {dtype} "
-            f"of {other}; a Python {scalar_kind} fits only " + " or ".join(sorted(fits)) + " dtypes"
+            f"{name} is a Python {scalar_kind} ({value!r}) and cannot take "
+            f"{_dtype_of(other, dtype)}; a Python {scalar_kind} fits only "
+            + " or ".join(sorted(fits))
+            + " dtypes"
         )
 
 
@@ -193,11 +239,11 @@ def check_scalar(rng: ScalarRange, name: str, value: PyScalar, dtype: Any, other
             continue
         if type(rng.high) is int:
             raise ScalarOverflowError(
-                f"{name}={value!r} is out of the range [{rng.low}, {rng.high}] of {other}'s "
-                f"dtype {dtype}"
+                f"{name}={value!r} is out of the range [{rng.low}, {rng.high}] of "
+                f"{_dtype_of(other, dtype)}"
             )
         raise ScalarOverflowError(
-            f"{name}={value!r} is finite but out of the range of {other}'s dtype {dtype} "
+            f"{name}={value!r} is finite but out of the range of {_dtype_of(other, dtype)} "
             f"(largest magnitude {rng.high:g}); pass inf explicitly if that is what you mean"
         )
     return rng.prepare(value)
@@ -221,6 +267,10 @@ class Decision:
         Whether ``cond`` is boolean (else integer: nonzero is true).
     with_out
         Whether the call writes into ``out``.
+    dtype_mode
+        The backend's :meth:`~arrayselect.plugin.Backend.dtype_mode` when the
+        call was validated: which dtypes the library held as they are then. A
+        fast path reuses the decision only while the mode is the same.
     """
 
     plan: SelectPlan
@@ -229,6 +279,7 @@ class Decision:
     else_range: ScalarRange | None = None
     cond_bool: bool = True
     with_out: bool = False
+    dtype_mode: Hashable = None
 
 
 def value_dtype(

@@ -61,6 +61,8 @@ class _Promotion(NamedTuple):
     cast2: bool
     lift1: bool
     lift2: bool
+    #: The backend's dtype mode when decided (JAX promotes to 32 bits without x64).
+    dtype_mode: Hashable = None
 
 
 _promotions: dict[Hashable, _Promotion] = {}
@@ -143,9 +145,11 @@ def where(condition: Any, x1: Any, x2: Any, /) -> Any:
         promotion = _promotions.get(key)
     except AttributeError:  # not an array: _decide raises the error
         key = promotion = None
-    if promotion is None:
+    if promotion is None or (
+        promotion.dtype_mode is not None and promotion.dtype_mode != promotion.backend.dtype_mode()
+    ):
         promotion = _decide(key, condition, x1, x2)
-    backend, dtype, cast1, cast2, lift1, lift2 = promotion
+    backend, dtype, cast1, cast2, lift1, lift2, _ = promotion
     if cast1:
         x1 = backend.astype(x1, dtype)
     elif lift1:
@@ -189,7 +193,13 @@ def _decide(key: Hashable | None, condition: Any, x1: Any, x2: Any) -> _Promotio
         higher = max(type(x1), type(x2), key=_SCALAR_ORDER.index)
         dtype = backend.default_dtype(higher, condition)
         return _Promotion(
-            backend, dtype, False, False, type(x1) is not higher, type(x2) is not higher
+            backend,
+            dtype,
+            False,
+            False,
+            type(x1) is not higher,
+            type(x2) is not higher,
+            backend.dtype_mode(),
         )
     try:
         # Promotion by type, never by value (the decision is cached by type): a
@@ -216,6 +226,7 @@ def _decide(key: Hashable | None, condition: Any, x1: Any, x2: Any) -> _Promotio
         not scalar2 and x2.dtype != dtype,
         scalar1 and not scalar_fits_kind(type(x1), result_kind),
         scalar2 and not scalar_fits_kind(type(x2), result_kind),
+        backend.dtype_mode(),
     )
     if key is not None:
         # No lock (tracing compilers follow plain dictionary operations): a lost

@@ -171,8 +171,9 @@ class Backend(abc.ABC):
     # -- what arrayselect.where needs besides Select ----------------------------------
 
     def result_type(self, x1: Any, x2: Any) -> Any:
-        """The dtype the library's own ``where`` gives ``x1`` and ``x2`` (arrays or
-        Python scalars): its type promotion. Raises when it does not promote them.
+        """The dtype the standard's ``where`` gives ``x1`` and ``x2`` (arrays or
+        Python scalars) in the library: the promotion of its Array API namespace.
+        Raises when it does not promote them.
         """
         arrays = [x for x in (x1, x2) if type(x) not in (bool, int, float, complex)]
         return compat.array_namespace(*arrays).result_type(x1, x2)

@@ -202,6 +202,9 @@ class TorchBackend(Backend):
 
     # -- queries used by the core's validation ---------------------------------
 
+    def tracing(self) -> bool:
+        return _is_compiling()
+
     def dtype_kind(self, dtype: Any) -> DtypeKind | None:
         return _KINDS.get(dtype)
 
@@ -290,8 +293,8 @@ class TorchBackend(Backend):
     ) -> Any:
         """A validated call, by the route the module docstring describes."""
         if (
-            math.prod(plan.out_shape) >= self.kernel_min_size  # type: ignore[arg-type]
-            and not _torch_is_watching()
+            not _torch_is_watching()  # first: a traced size must not be compared
+            and math.prod(plan.out_shape) >= self.kernel_min_size  # type: ignore[arg-type]
             and not (
                 torch.is_grad_enabled()
                 and any(getattr(x, "requires_grad", False) for x in (cond, then, else_, out))

@@ -72,6 +72,16 @@ class Backend(abc.ABC):
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
 
+    def tracing(self) -> bool:
+        """Whether a tracing compiler is following this call (``torch.compile``).
+
+        The core then neither reads nor writes its memos (plans, ``where``'s
+        promotions), so that the trace depends on the operands alone, as the
+        library's own ops would: a memo the trace read would be guarded on, and
+        the compiled function traced again once the memo changed.
+        """
+        return False
+
     # -- dtypes -------------------------------------------------------------------
 
     @abc.abstractmethod

@@ -78,8 +78,8 @@ def _operand_key(x: Any) -> Hashable:
     if t in PYTHON_SCALARS:
         return cast(Hashable, t)
     weak = _weak_typed.get(t)
-    if weak is None:
-        weak = _weak_typed[t] = hasattr(t, "weak_type")
+    if weak is None:  # remembered by _decide, which knows whether a compiler traces
+        weak = hasattr(t, "weak_type")
     # PyTorch promotes 0-d tensors like scalars; JAX weak-typed arrays stay weak.
     return (t, x.dtype, x.ndim == 0, weak and x.weak_type)
 
@@ -217,7 +217,10 @@ def _decide(key: Hashable | None, condition: Any, x1: Any, x2: Any) -> _Promotio
         scalar1 and not scalar_fits_kind(type(x1), result_kind),
         scalar2 and not scalar_fits_kind(type(x2), result_kind),
     )
-    if key is not None:
+    if key is not None and not backend.tracing():
+        for x in (x1, x2):
+            if type(x) not in PYTHON_SCALARS:
+                _weak_typed.setdefault(type(x), hasattr(type(x), "weak_type"))
         # No lock (tracing compilers follow plain dictionary operations): a lost
         # race only costs deciding again.
         if len(_promotions) >= _CACHE_SIZE:

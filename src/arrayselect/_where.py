@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any, Final, NamedTuple, cast
 
+from arrayselect import _registry
 from arrayselect._backend import Backend
 from arrayselect._errors import (
     ScalarOverflowError,
@@ -64,6 +65,7 @@ class _Promotion(NamedTuple):
 
 
 _promotions: dict[Hashable, _Promotion] = {}
+_tracing_checks = _registry.tracing_checks
 _SCALAR_ORDER: Final = (bool, int, float, complex)
 _ZEROS: Final[dict[type, Any]] = {bool: False, int: 0, float: 0.0, complex: 0j}
 
@@ -78,8 +80,8 @@ def _operand_key(x: Any) -> Hashable:
     if t in PYTHON_SCALARS:
         return cast(Hashable, t)
     weak = _weak_typed.get(t)
-    if weak is None:  # remembered by _decide, which knows whether a compiler traces
-        weak = hasattr(t, "weak_type")
+    if weak is None:
+        weak = _weak_typed[t] = hasattr(t, "weak_type")
     # PyTorch promotes 0-d tensors like scalars; JAX weak-typed arrays stay weak.
     return (t, x.dtype, x.ndim == 0, weak and x.weak_type)
 
@@ -133,16 +135,17 @@ def where(condition: Any, x1: Any, x2: Any, /) -> Any:
            [-1, -1, -1],
            [ 0,  1,  2]])
     """
-    try:
-        key: Hashable | None = (
-            type(condition),
-            condition.dtype,
-            _operand_key(x1),
-            _operand_key(x2),
-        )
-        promotion = _promotions.get(key)
-    except AttributeError:  # not an array: _decide raises the error
-        key = promotion = None
+    tracing = _tracing_checks.get(type(condition))
+    if tracing is not None and tracing():
+        # A compiler traces: no memo (the trace would be guarded on what it read).
+        key: Hashable | None = None
+        promotion: _Promotion | None = None
+    else:
+        try:
+            key = (type(condition), condition.dtype, _operand_key(x1), _operand_key(x2))
+            promotion = _promotions.get(key)
+        except AttributeError:  # not an array: _decide raises the error
+            key = promotion = None
     if promotion is None:
         promotion = _decide(key, condition, x1, x2)
     backend, dtype, cast1, cast2, lift1, lift2 = promotion
@@ -217,10 +220,7 @@ def _decide(key: Hashable | None, condition: Any, x1: Any, x2: Any) -> _Promotio
         scalar1 and not scalar_fits_kind(type(x1), result_kind),
         scalar2 and not scalar_fits_kind(type(x2), result_kind),
     )
-    if key is not None and not backend.tracing():
-        for x in (x1, x2):
-            if type(x) not in PYTHON_SCALARS:
-                _weak_typed.setdefault(type(x), hasattr(type(x), "weak_type"))
+    if key is not None:
         # No lock (tracing compilers follow plain dictionary operations): a lost
         # race only costs deciding again.
         if len(_promotions) >= _CACHE_SIZE:

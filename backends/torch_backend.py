@@ -99,6 +99,12 @@ _NUMPY_NATIVE = frozenset(
     | {torch.uint8, torch.uint16, torch.uint32, torch.uint64}
     | {torch.float16, torch.float32, torch.float64, torch.complex64, torch.complex128}
 )
+# The standard's dtypes that PyTorch promotes with one another (it promotes
+# uint16/32/64 with no other dtype): where a 0-d tensor promotes as any tensor.
+_STANDARD_DTYPES = frozenset(
+    {torch.bool, torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8}
+    | {torch.float32, torch.float64, torch.complex64, torch.complex128}
+)
 _DEFAULTS: dict[type, torch.dtype] = {bool: torch.bool, int: torch.int64}
 _ARRAY_TYPES: tuple[type, ...] = (torch.Tensor, torch.nn.Parameter)
 
@@ -200,6 +206,9 @@ class TorchBackend(Backend):
 
     # -- queries used by the core's validation ---------------------------------
 
+    def tracing(self) -> bool:
+        return _is_compiling()
+
     def dtype_kind(self, dtype: Any) -> DtypeKind | None:
         return _KINDS.get(dtype)
 
@@ -242,13 +251,26 @@ class TorchBackend(Backend):
         return torch.tensor(value, dtype=dtype, device=like.device)
 
     def result_type(self, x1: Any, x2: Any) -> Any:
-        if _is_compiling():  # Dynamo cannot trace torch.result_type; this is its reference
-            from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
+        # The standard's promotion, as PyTorch's Array API namespace
+        # (array_api_compat.torch) has it: a 0-d tensor promotes like any other
+        # tensor where the standard's table has its pair of dtypes (torch.where
+        # would let the other tensor's dtype win: int8 with a 0-d int16 is int8).
+        if not _is_compiling():
+            return super().result_type(x1, x2)
+        # Dynamo cannot trace torch.result_type: the same rule from traceable parts.
+        if (
+            type(x1) not in PYTHON_SCALARS
+            and type(x2) not in PYTHON_SCALARS
+            and (x1.ndim == 0 or x2.ndim == 0)
+            and x1.dtype in _STANDARD_DTYPES
+            and x2.dtype in _STANDARD_DTYPES
+        ):
+            return torch.promote_types(x1.dtype, x2.dtype)
+        from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
 
-            return elementwise_dtypes(
-                x1, x2, type_promotion_kind=ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT
-            )[1]
-        return torch.result_type(x1, x2)
+        return elementwise_dtypes(
+            x1, x2, type_promotion_kind=ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT
+        )[1]
 
     def astype(self, x: Any, dtype: Any) -> Any:
         return x.to(dtype)
@@ -275,9 +297,9 @@ class TorchBackend(Backend):
     ) -> Any:
         """A validated call, by the route the module docstring describes."""
         if (
-            math.prod(plan.out_shape) >= self.kernel_min_size  # type: ignore[arg-type]
+            not _torch_is_watching()  # first: a traced size must not be compared
+            and math.prod(plan.out_shape) >= self.kernel_min_size  # type: ignore[arg-type]
             and KERNEL_MISSING is None
-            and not _torch_is_watching()
             and not (
                 torch.is_grad_enabled()
                 and any(getattr(x, "requires_grad", False) for x in (cond, then, else_, out))

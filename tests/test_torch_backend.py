@@ -217,6 +217,89 @@ def test_make_fx_records_torch_ops_not_the_kernel() -> None:
     assert torch.equal(graph(c, a), torch.where(c, a, 0.0))
 
 
+class _CountingBackend:
+    """A torch.compile backend that counts the graphs it receives (each one a trace)."""
+
+    def __init__(self) -> None:
+        self.graphs = 0
+
+    def __call__(self, gm: Any, example_inputs: Any) -> Any:
+        self.graphs += 1
+        return gm.forward
+
+
+def _graphs(fn: Any, calls: list[tuple[Any, ...]], between: Any = None, **options: Any) -> int:
+    torch._dynamo.reset()
+    counter = _CountingBackend()
+    compiled = torch.compile(fn, backend=counter, **options)
+    for args in calls:
+        compiled(*args)
+        if between is not None:
+            between(*args)  # eager calls in between must not invalidate the trace
+    return counter.graphs
+
+
+def _select3(c: Any, a: Any, b: Any) -> Any:
+    return asel.select(c, a, b)
+
+
+def _where3(c: Any, a: Any, b: Any) -> Any:
+    return asel.where(c, a, b)
+
+
+def _torch_where3(c: Any, a: Any, b: Any) -> Any:
+    return torch.where(c, a, b)
+
+
+def _same_call_three_times() -> list[tuple[Any, ...]]:
+    return [(torch.rand(8) < 0.5, torch.rand(8), torch.rand(8))] * 3
+
+
+@pytest.mark.parametrize("fn", [_select3, _where3], ids=["select", "where"])
+def test_compile_traces_a_repeated_call_once(fn: Any) -> None:
+    calls = _same_call_three_times()
+    assert _graphs(_torch_where3, calls) == 1
+    assert _graphs(fn, calls) == 1
+    between = asel.select if fn is _select3 else asel.where
+    assert _graphs(fn, calls, between=between) == 1  # eager calls fill the memos
+
+
+@pytest.mark.parametrize("fn", [_select3, _where3], ids=["select", "where"])
+def test_compile_dynamic_traces_no_more_than_torch_where(fn: Any) -> None:
+    calls = [(torch.rand(n) < 0.5, torch.rand(n), torch.rand(n)) for n in (2, 3, 5, 7, 9, 17, 33)]
+    assert _graphs(fn, calls, dynamic=True) <= _graphs(_torch_where3, calls, dynamic=True) == 1
+
+
+def test_compile_broadcasts_trace_no_more_than_torch_where() -> None:
+    calls = [
+        (torch.rand(n, 1) < 0.5, torch.rand(n, m), torch.rand(m)) for n in (2, 3, 4) for m in (5, 6)
+    ]
+    assert _graphs(_select3, calls) <= _graphs(_torch_where3, calls)
+
+
+def test_errors_inside_compile_are_the_eager_errors() -> None:
+    """Dynamo runs a frame that raised while tracing eagerly, so the user meets the
+    core's error itself (with ``fullgraph=True`` Dynamo reports it as a graph break)."""
+    c, a = torch.rand(4) < 0.5, torch.rand(4)
+    compiled = torch.compile(_select3, backend="eager")
+    for other in (torch.rand(5), torch.rand(4, dtype=torch.float64), 1 + 2j):
+        with pytest.raises(asel.SelectError) as eager:
+            asel.select(c, a, other)
+        with pytest.raises(type(eager.value)) as traced:
+            compiled(c, a, other)
+        assert type(traced.value) is type(eager.value)
+        assert str(traced.value) == str(eager.value)
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_python_floats_inside_compile(dynamic: bool) -> None:
+    c, a = torch.rand(4) < 0.5, torch.rand(4)
+    torch._dynamo.reset()
+    compiled = torch.compile(_select3, fullgraph=True, dynamic=dynamic, backend="eager")
+    for value in (0.5, 1.5, -2.25, 3):
+        assert torch.equal(compiled(c, a, value), torch.where(c, a, value))
+
+
 @pytest.mark.parametrize("order", ["arrayselect first", "torch first"])
 def test_compile_as_the_first_call_in_a_process(order: str) -> None:
     """The backend exists before the first trace (it is created when torch is

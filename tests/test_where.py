@@ -1,10 +1,12 @@
-"""``arrayselect.where`` against each library's own ``where``, bit for bit.
+"""``arrayselect.where`` against the standard's ``where`` of each library, bit for bit.
 
 Property tests (hypothesis) on every backend of the ``xp`` fixture: random
 shapes that broadcast together (ranks 0-4, sizes 0, 1 and n), every pair of
 dtypes (and Python scalars of every kind) for ``x1`` and ``x2``, values of
-random bits (NaN payloads, -0.0, subnormals). The reference is the library's
-own ``where`` (``np.where``, ``torch.where``, ``jnp.where``, ``da.where``,
+random bits (NaN payloads, -0.0, subnormals). The reference is the
+standard's ``where`` for the library, its Array API namespace's
+(``array_api_compat.array_namespace(x).where``: ``np.where``,
+``array_api_compat.torch.where``, ``jnp.where``, ``array_api_compat.dask.array.where``,
 ``array_api_strict.where``), never arrayselect: where it returns a result,
 ``where`` returns the same dtype, shape and bits; where it refuses the
 operands, ``where`` refuses them too.
@@ -26,6 +28,7 @@ import warnings
 from types import ModuleType
 from typing import Any
 
+import array_api_compat
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -55,8 +58,15 @@ _XLA_CANONICAL_NANS = frozenset({"bfloat16", "float8_e4m3", "float8_e5m2", "floa
 
 
 def _library_where(xp: ModuleType) -> Any:
-    """The library's own ``where``: what a user coming from it calls."""
-    return {"torch": xp.where, "jax": xp.where, "dask": xp.where}.get(backend_kind(xp), xp.where)
+    """The standard's ``where`` for the library: its Array API namespace's
+    (``array_api_compat.array_namespace``), which for PyTorch promotes a 0-d
+    tensor like any other where ``torch.where`` lets the other operand's dtype win.
+    """
+
+    def standard_where(condition: Any, x1: Any, x2: Any) -> Any:
+        return array_api_compat.array_namespace(condition).where(condition, x1, x2)
+
+    return standard_where
 
 
 @st.composite
@@ -234,3 +244,21 @@ print(outcome())
     assert done.returncode == 0, done.stderr
     cold, warm = done.stdout.split()
     assert cold == warm, (cold, warm)
+
+
+def test_zero_d_tensors_promote_as_the_standard_says_not_as_torch_where() -> None:
+    """``torch.where`` lets a dimensioned tensor's dtype win over a 0-d one of the same
+    kind; the standard (and ``array_api_compat.torch``) promotes them as any two arrays."""
+    torch = pytest.importorskip("torch", reason="torch is not installed")
+    c = torch.tensor([True, False])
+    i8, f32 = torch.tensor([1, 2], dtype=torch.int8), torch.tensor([1.0, 2.0])
+    for x1, x2, dtype in [
+        (i8, torch.tensor(300, dtype=torch.int16), torch.int16),
+        (f32, torch.tensor(0.1, dtype=torch.float64), torch.float64),
+        (torch.tensor(7, dtype=torch.int8), torch.tensor([1, 2], dtype=torch.uint8), torch.int16),
+    ]:
+        assert torch.where(c, x1, x2).dtype != dtype  # what a torch user would get
+        got = asel.where(c, x1, x2)
+        assert got.dtype == dtype
+        expected = torch.where(c, x1.to(dtype), x2.to(dtype))
+        assert torch.equal(got, expected)

@@ -72,6 +72,16 @@ class Backend(abc.ABC):
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
 
+    def tracing(self) -> bool:
+        """Whether a tracing compiler is following this call (``torch.compile``).
+
+        The core then neither reads nor writes its memos (plans, ``where``'s
+        promotions), so that the trace depends on the operands alone, as the
+        library's own ops would: a memo the trace read would be guarded on, and
+        the compiled function traced again once the memo changed.
+        """
+        return False
+
     # -- dtypes -------------------------------------------------------------------
 
     @abc.abstractmethod
@@ -197,8 +207,9 @@ class Backend(abc.ABC):
     # -- what arrayselect.where needs besides Select ----------------------------------
 
     def result_type(self, x1: Any, x2: Any) -> Any:
-        """The dtype the library's own ``where`` gives ``x1`` and ``x2`` (arrays or
-        Python scalars): its type promotion. Raises when it does not promote them.
+        """The dtype the standard's ``where`` gives ``x1`` and ``x2`` (arrays or
+        Python scalars) in the library: the promotion of its Array API namespace.
+        Raises when it does not promote them.
         """
         arrays = [x for x in (x1, x2) if type(x) not in (bool, int, float, complex)]
         return compat.array_namespace(*arrays).result_type(x1, x2)

@@ -93,6 +93,9 @@ _force_portable: contextvars.ContextVar[bool] = contextvars.ContextVar(
 _forcing = [0]
 # Fast paths by exact type of cond, and the library each serves.
 _installed_fast_paths: dict[type, Callable[..., Any]] = {}
+# Backend.tracing of the backends that override it, by exact array type: what
+# where() asks before it reads its memo (a traced memo read would be guarded on).
+tracing_checks: dict[type, Callable[[], bool]] = {}
 _fast_path_library: dict[type, str] = {}
 # What select() looks up: the installed fast paths, empty while any
 # force_portable block is open. A fast path never has to ask whether its call is
@@ -186,6 +189,7 @@ def _forget(library: str) -> None:
         del _fast_path_library[array_type]
         _installed_fast_paths.pop(array_type, None)
         fast_paths.pop(array_type, None)
+        tracing_checks.pop(array_type, None)
 
 
 def _load_plugins() -> None:
@@ -244,6 +248,8 @@ def _install_fast_path(library: str, backend: Backend) -> None:
             if not _forcing[0]:
                 fast_paths[array_type] = fast.call
         _fast_path_library[array_type] = library
+        if type(backend).tracing is not Backend.tracing:
+            tracing_checks[array_type] = backend.tracing
         # Known now: library_of need not classify these types later (inside a
         # torch.compile trace, say, where array_api_compat's helpers warn).
         _library_by_type[array_type] = library

@@ -146,7 +146,7 @@ def validate(
     dtype, then_range, else_range = value_dtype(backend, cond, then, else_)
     check_held_dtypes(backend, cond, then, else_)
     then_value, else_value = scalar_values(then, else_, dtype, then_range, else_range)
-    plan = make_plan(
+    plan = (make_plan.__wrapped__ if backend.tracing() else make_plan)(
         backend.shape(cond),
         () if then_range is not None else backend.shape(then),
         () if else_range is not None else backend.shape(else_),

@@ -85,20 +85,17 @@ class SelectPlan:
     out_shape: Shape
     dims: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
     aligned: tuple[Shape | None, Shape | None, Shape | None]
-    # Plans key backends' caches of compiled functions: hash once, not per lookup.
-    _hash: int = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        try:
-            value = hash((self.out_shape, self.dims, self.aligned))
-        except TypeError:  # symbolic dims that are not hashable (PyTorch's SymInt)
-            value = -1
-        object.__setattr__(self, "_hash", value)
+    # Plans key backends' caches of compiled functions: hash once, not per lookup,
+    # and only when asked (a plan traced by torch.compile is never hashed, so its
+    # symbolic sizes are not specialised).
+    _hash: int | None = field(default=None, init=False, repr=False, compare=False)
 
     def __hash__(self) -> int:
-        if self._hash == -1:
-            return hash((self.out_shape, self.dims, self.aligned))  # raises for SymInts
-        return self._hash
+        value = self._hash
+        if value is None:
+            value = hash((self.out_shape, self.dims, self.aligned))  # raises for SymInts
+            object.__setattr__(self, "_hash", value)
+        return value
 
 
 def _right_aligned(rank: int, src: Shape) -> tuple[int, ...]:

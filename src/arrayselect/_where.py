@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any, Final, NamedTuple, cast
 
+from arrayselect import _registry
 from arrayselect._backend import Backend
 from arrayselect._errors import (
     ScalarOverflowError,
@@ -66,6 +67,7 @@ class _Promotion(NamedTuple):
 
 
 _promotions: dict[Hashable, _Promotion] = {}
+_tracing_checks = _registry.tracing_checks
 _SCALAR_ORDER: Final = (bool, int, float, complex)
 _ZEROS: Final[dict[type, Any]] = {bool: False, int: 0, float: 0.0, complex: 0j}
 
@@ -135,16 +137,17 @@ def where(condition: Any, x1: Any, x2: Any, /) -> Any:
            [-1, -1, -1],
            [ 0,  1,  2]])
     """
-    try:
-        key: Hashable | None = (
-            type(condition),
-            condition.dtype,
-            _operand_key(x1),
-            _operand_key(x2),
-        )
-        promotion = _promotions.get(key)
-    except AttributeError:  # not an array: _decide raises the error
-        key = promotion = None
+    tracing = _tracing_checks.get(type(condition))
+    if tracing is not None and tracing():
+        # A compiler traces: no memo (the trace would be guarded on what it read).
+        key: Hashable | None = None
+        promotion: _Promotion | None = None
+    else:
+        try:
+            key = (type(condition), condition.dtype, _operand_key(x1), _operand_key(x2))
+            promotion = _promotions.get(key)
+        except AttributeError:  # not an array: _decide raises the error
+            key = promotion = None
     if promotion is None or (
         promotion.dtype_mode is not None and promotion.dtype_mode != promotion.backend.dtype_mode()
     ):

@@ -10,6 +10,7 @@ this package.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
@@ -24,6 +25,7 @@ from arrayselect.plugin import (
     Shape,
 )
 
+from . import family as _family
 from . import fast_path as _fast_path
 from .kernel import kernel_select
 
@@ -62,6 +64,22 @@ class NumpyBackend(NumpyDtypes, Backend):
 
     def fast_path(self) -> FastPath:
         return _fast_path.fast_path(self)
+
+    # -- the select family ---------------------------------------------------------
+
+    def promote(self, values: Sequence[Any]) -> Any:
+        return np.result_type(*values)  # np.select's own promotion (NEP 50 scalars)
+
+    def broadcast_to(self, x: Any, shape: Shape) -> Any:
+        return np.broadcast_to(x, shape)  # type: ignore[arg-type]
+
+    def select_n(self, which: Any, cases: tuple[Any, ...], shape: Shape, out: Any) -> Any:
+        return _family.select_n(which, cases, shape, out)
+
+    def select_cases(
+        self, conds: tuple[Any, ...], choices: tuple[Any, ...], default: Any, shape: Shape
+    ) -> Any:
+        return _family.select_cases(conds, choices, default, shape)
 
 
 def as_kernel_operands(cond: Any, then: Any, else_: Any) -> tuple[Any, Any, Any]:

@@ -4,7 +4,9 @@
 modes of the OpenVINO, oneDNN and DirectML specifications (``"none"``,
 ``"numpy"``, ``"pdpd"``), for NumPy, JAX, CuPy and any other library that
 speaks the Python Array API standard. ``where(condition, x1, x2)`` is the
-standard's ``where`` (promotion, three-way broadcasting) on the same backends.
+standard's ``where`` (promotion, three-way broadcasting) on the same backends;
+``select_n``, ``select_cases`` and ``apply_where`` are the select family
+(``lax.select_n``, ``np.select``, array-api-extra's ``apply_where``).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import importlib
 
 from arrayselect import _import_hook, _registry
+from arrayselect._family import apply_where, select_cases, select_n
 from arrayselect._errors import (
     ScalarOverflowError,
     SelectError,
@@ -42,6 +45,7 @@ __all__ = [
     "SelectTypeError",
     "SelectValueError",
     "__version__",
+    "apply_where",
     "backend_for",
     "force_portable",
     "get_num_threads",
@@ -49,6 +53,8 @@ __all__ = [
     "register_backend",
     "release_memory",
     "select",
+    "select_cases",
+    "select_n",
     "select_shape",
     "set_num_threads",
     "set_pool_limit",

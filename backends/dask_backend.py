@@ -253,9 +253,7 @@ def _apply_where_block(
     return arrayselect.apply_where(cond, blocks, f1, fill_value=fill)
 
 
-def _family_layer(
-    fn: Any, operands: list[Any], dtype: Any, name: str, **kwargs: Any
-) -> Any:
+def _family_layer(fn: Any, operands: list[Any], dtype: Any, name: str, **kwargs: Any) -> Any:
     """One ``blockwise`` layer calling ``fn`` on the blocks of ``operands``.
 
     The core has checked that the operands broadcast together (NumPy rules): they
@@ -288,7 +286,9 @@ def _family_layer(
         )
     except ValueError as exc:
         chunks = ", ".join(str(x.chunks) for x in arrays)
-        raise SelectShapeError(f"Dask cannot line up the chunks {chunks} for {name}: {exc}") from exc
+        raise SelectShapeError(
+            f"Dask cannot line up the chunks {chunks} for {name}: {exc}"
+        ) from exc
 
 
 def _follow_values(

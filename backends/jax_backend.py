@@ -475,7 +475,6 @@ class JaxBackend(Backend):
         self._fast.clear()
         self._trace_count = 0
 
-
     # -- the select family ------------------------------------------------------------
 
     def promote(self, values: Sequence[Any]) -> Any:

@@ -35,6 +35,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
+import array_api_compat.torch as _compat_torch
 import numpy as np
 import torch
 from arrayselect.backends.numpy_backend.kernel import kernel_select
@@ -341,6 +342,15 @@ class TorchBackend(Backend):
             return cached(cond, then, else_, ab, axis, cb, out)
 
         return FastPath(_ARRAY_TYPES, fast)
+
+    # -- the select family: the core's portable defaults, on array_api_compat's torch
+    # namespace (torch functions: autograd and torch.compile follow them).
+
+    def namespace(self, *arrays: Any) -> ModuleType:
+        return _compat_torch
+
+    def traced(self, x: Any) -> bool:
+        return _is_compiling()
 
 
 def create(xp: ModuleType) -> TorchBackend:

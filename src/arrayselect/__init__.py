@@ -14,7 +14,6 @@ from __future__ import annotations
 import importlib
 
 from arrayselect import _import_hook, _registry
-from arrayselect._family import apply_where, select_cases, select_n
 from arrayselect._errors import (
     ScalarOverflowError,
     SelectError,
@@ -22,6 +21,7 @@ from arrayselect._errors import (
     SelectTypeError,
     SelectValueError,
 )
+from arrayselect._family import apply_where, select_cases, select_n
 from arrayselect._registry import force_portable, register_backend
 from arrayselect._select import backend_for, select
 from arrayselect._settings import (

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable, Hashable, Sequence
+from types import ModuleType
 from typing import Any, Literal, NamedTuple
 
 import array_api_compat as compat
@@ -208,17 +209,27 @@ class Backend(abc.ABC):
     # Portable defaults built from the standard's functions, so that a plugin serves
     # the family without writing anything; backends override them to fuse.
 
+    def namespace(self, *arrays: Any) -> ModuleType:
+        """The Array API namespace of ``arrays``, for the defaults below."""
+        return compat.array_namespace(*arrays)
+
+    def traced(self, x: Any) -> bool:
+        """Whether ``x`` is being traced into a graph, where values cannot raise
+        (``select_n`` then clamps its indices, as ``lax.select_n`` does).
+        """
+        return False
+
     def promote(self, values: Sequence[Any]) -> Any:
         """The dtype the library's own ``select`` (``np.select``) gives the choices and
         the default (arrays, or Python scalars standing for their type): the standard's
         ``result_type`` unless the library has a ``select`` of its own.
         """
         arrays = [x for x in values if type(x) not in (bool, int, float, complex)]
-        return compat.array_namespace(*arrays).result_type(*values)
+        return self.namespace(*arrays).result_type(*values)
 
     def broadcast_to(self, x: Any, shape: Shape) -> Any:
         """``x`` broadcast to ``shape`` (a view where the library has them)."""
-        return compat.array_namespace(x).broadcast_to(x, shape)
+        return self.namespace(x).broadcast_to(x, shape)
 
     def select_n(self, which: Any, cases: tuple[Any, ...], shape: Shape, out: Any) -> Any:
         """Run ``select_n`` on validated inputs: ``cases[which]`` element by element.
@@ -228,23 +239,30 @@ class Backend(abc.ABC):
         ``[0, len(cases))`` raises :func:`index_error` before anything is written
         (eager libraries). The default checks the indices, then chains ``xp.where``.
         """
-        xp = compat.array_namespace(which, *cases)
+        xp = self.namespace(which, *cases)
         n = len(cases)
         if self.dtype_kind(which.dtype) == "bool":
             result = xp.where(which, cases[1], cases[0])
         else:
             low, high = self.int_range(which.dtype)
-            bad = xp.logical_or(which < 0, which >= n) if n <= high else which < 0
-            if low < 0 or n <= high:
-                found = which[bad]
+            traced = self.traced(which)
+            if traced:
+                which = xp.clip(which, 0, n - 1)
+            # Only ==: some libraries cannot order every integer dtype (PyTorch uint64).
+            # Indices beyond the dtype's range cannot occur: those cases are unreachable.
+            masks = [which == k for k in range(min(n, high + 1))]
+            if not traced and (low < 0 or n <= high):
+                hit = masks[0]
+                for mask in masks[1:]:
+                    hit = xp.logical_or(hit, mask)
+                found = which[xp.logical_not(hit)]
                 if found.shape[0]:
                     raise index_error(int(found[0]), n)
-            # An index beyond the dtype's range cannot occur: those cases are unreachable.
-            result = cases[-1]
-            for k in reversed(range(min(n - 1, high + 1))):
-                result = xp.where(which == k, cases[k], result)
-            if n == 1:
-                result = xp.where(which == 0, result, result)  # broadcast with which
+            result = cases[len(masks) - 1]
+            for k in reversed(range(len(masks) - 1)):
+                result = xp.where(masks[k], cases[k], result)
+            if len(masks) == 1:
+                result = xp.where(masks[0], result, result)  # broadcast with which
         return self.write_out(result, out)
 
     def select_cases(
@@ -257,7 +275,7 @@ class Backend(abc.ABC):
         default are arrays of the output dtype; all broadcast to ``shape``. The
         default chains ``xp.where`` from the last condition to the first.
         """
-        xp = compat.array_namespace(*conds, *choices, default)
+        xp = self.namespace(*conds, *choices, default)
         result = default
         for cond, choice in zip(reversed(conds), reversed(choices), strict=True):
             if self.dtype_kind(cond.dtype) != "bool":
@@ -280,7 +298,7 @@ class Backend(abc.ABC):
         algorithm: boolean indexing, so each function sees only its own elements,
         and the result dtype is the library's promotion of the two sides.
         """
-        xp = compat.array_namespace(cond, *args)
+        xp = self.namespace(cond, *args)
         taken = f1(*(a[cond] for a in args))
         if f2 is None:
             dtype = self.result_type(taken, fill_value)

@@ -42,11 +42,11 @@ _ZEROS: Final[dict[type, Any]] = {bool: False, int: 0, float: 0.0, complex: 0j}
 _LIFT: Final[dict[str, type]] = {"int": int, "uint": int, "float": float, "complex": complex}
 
 
-def _check_mask(backend: Backend, name: str, x: Any, *, integers: bool = True) -> None:
-    """A condition must be boolean, or integer (nonzero is true) where ``integers``."""
+def _check_mask(backend: Backend, name: str, x: Any, integers: str = "") -> None:
+    """A condition must be boolean, or integer where ``integers`` says what they mean."""
     kinds = _MASK_KINDS if integers else ("bool",)
     if backend.dtype_kind(x.dtype) not in kinds:
-        also = " or integer dtype (integers mean nonzero is true)" if integers else " dtype"
+        also = f" or integer dtype ({integers})" if integers else " dtype"
         raise SelectTypeError(f"{name} must have a boolean{also}, got {x.dtype}")
 
 
@@ -109,7 +109,7 @@ def select_n(which: Any, *cases: Any, out: Any = None) -> Any:
         inputs.append(("out", out))
     backend, named = resolve_inputs(inputs, names)
     check_layouts(backend, named)
-    _check_mask(backend, "which", which)
+    _check_mask(backend, "which", which, "an integer is the index of the case to take")
     if backend.dtype_kind(which.dtype) == "bool" and len(cases) != 2:
         raise SelectValueError(
             f"which is boolean, so select_n takes exactly 2 cases (False picks cases[0], "
@@ -127,8 +127,7 @@ def select_n(which: Any, *cases: Any, out: Any = None) -> Any:
     like = arrays[0][1] if arrays else which
     make = backend.scalar_array if arrays else backend.default_scalar_array
     ready = tuple(
-        x if rng is None else make(x, dtype, like)
-        for x, rng in zip(values, ranges, strict=True)
+        x if rng is None else make(x, dtype, like) for x, rng in zip(values, ranges, strict=True)
     )
     return backend.select_n(which, ready, shape, out)
 
@@ -192,7 +191,7 @@ def select_cases(condlist: Any, choicelist: Any, default: Any = 0, /) -> Any:
     backend, named = resolve_inputs([*conds, *values], [name for name, _ in values])
     check_layouts(backend, named)
     for name, cond in conds:
-        _check_mask(backend, name, cond)
+        _check_mask(backend, name, cond, "integers mean nonzero is true")
     arrays = [(name, x) for name, x in values if type(x) not in PYTHON_SCALARS]
     for name, x in arrays:
         value_kind(backend, name, x.dtype)
@@ -219,9 +218,7 @@ def select_cases(condlist: Any, choicelist: Any, default: Any = 0, /) -> Any:
         elif x.dtype != dtype:
             x = backend.astype(x, dtype)
         ready.append(x)
-    return backend.select_cases(
-        tuple(c for _, c in conds), tuple(ready[:-1]), ready[-1], shape
-    )
+    return backend.select_cases(tuple(c for _, c in conds), tuple(ready[:-1]), ready[-1], shape)
 
 
 def apply_where(
@@ -292,7 +289,7 @@ def apply_where(
         inputs.append(("fill_value", fill_value))
     backend, named = resolve_inputs(inputs, ("fill_value",))
     check_layouts(backend, named)
-    _check_mask(backend, "cond", cond, integers=False)
+    _check_mask(backend, "cond", cond)
     scalar_fill = type(fill_value) in PYTHON_SCALARS
     if fill_value is not None and not scalar_fill:
         value_kind(backend, "fill_value", fill_value.dtype)

@@ -313,7 +313,9 @@ def scalar_values(
     ScalarOverflowError
         If a scalar is out of its range.
     """
-    then, else_ = checked_scalars([("then", then), ("else", else_)], dtype, [then_range, else_range])
+    then, else_ = checked_scalars(
+        [("then", then), ("else", else_)], dtype, [then_range, else_range]
+    )
     return then, else_
 
 

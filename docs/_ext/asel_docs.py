@@ -164,6 +164,7 @@ PAGE_ORDER = (
     "getting_started",
     "semantics",
     "where",
+    "select_family",
     "backends",
     "numpy_kernel",
     "torch",

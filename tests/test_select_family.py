@@ -556,3 +556,23 @@ def test_family_bad_input(xp: ModuleType, library: Backend, warm: bool) -> None:
             fn(*args, **kwargs)
         after = [to_numpy(x) for x in (*args, *kwargs.values()) if hasattr(x, "shape")]
         assert all(bits_equal(p, q) for p, q in zip(after, snapshot, strict=True)), name
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "bool"])
+def test_select_n_torch_large_calls_on_the_numpy_route(dtype: str) -> None:
+    torch = pytest.importorskip("torch")
+    from arrayselect.backends.torch_backend import KERNEL_MIN_SIZE
+
+    rng = np.random.default_rng(2)
+    size = 2 * KERNEL_MIN_SIZE
+    which = rng.integers(0, 3, size).astype(np.int64)
+    cases = [_random(numpy_dtype(dtype), (size,), rng) for _ in range(3)]
+    tcases = [from_numpy(torch, c) for c in cases]
+    got = asel.select_n(torch.from_numpy(which), *tcases)
+    assert got.dtype == tcases[0].dtype
+    assert bits_equal(to_numpy(got), oracle_select_n(which, cases))
+    out = torch.zeros_like(tcases[0])
+    which[size // 2] = 3
+    with pytest.raises(asel.SelectValueError, match="which holds 3"):
+        asel.select_n(torch.from_numpy(which), *tcases, out=out)
+    assert not out.any()

@@ -251,13 +251,18 @@ class Backend(abc.ABC):
             # Only ==: some libraries cannot order every integer dtype (PyTorch uint64).
             # Indices beyond the dtype's range cannot occur: those cases are unreachable.
             masks = [which == k for k in range(min(n, high + 1))]
-            if not traced and (low < 0 or n <= high):
-                hit = masks[0]
-                for mask in masks[1:]:
-                    hit = xp.logical_or(hit, mask)
-                found = which[xp.logical_not(hit)]
-                if found.shape[0]:
-                    raise index_error(int(found[0]), n)
+            if not traced and (low < 0 or n <= high) and 0 not in which.shape:
+                try:  # one reduction over the indices; the masks name the bad value
+                    bad = bool(xp.min(which) < 0) or bool(xp.max(which) >= n)
+                except (RuntimeError, TypeError, NotImplementedError):
+                    bad = True  # no reductions for this dtype (PyTorch uint64): ask the masks
+                if bad:
+                    hit = masks[0]
+                    for mask in masks[1:]:
+                        hit = xp.logical_or(hit, mask)
+                    found = which[xp.logical_not(hit)]
+                    if found.shape[0]:
+                        raise index_error(int(found[0]), n)
             result = cases[len(masks) - 1]
             for k in reversed(range(len(masks) - 1)):
                 result = xp.where(masks[k], cases[k], result)

@@ -253,7 +253,9 @@ class Backend(abc.ABC):
             masks = [which == k for k in range(min(n, high + 1))]
             if not traced and (low < 0 or n <= high) and 0 not in which.shape:
                 try:  # one reduction over the indices; the masks name the bad value
-                    bad = bool(xp.min(which) < 0) or bool(xp.max(which) >= n)
+                    bad = (low < 0 and bool(xp.min(which) < 0)) or (
+                        n <= high and bool(xp.max(which) >= n)
+                    )
                 except (RuntimeError, TypeError, NotImplementedError):
                     bad = True  # no reductions for this dtype (PyTorch uint64): ask the masks
                 if bad:

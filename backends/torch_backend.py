@@ -31,7 +31,7 @@ runs, which Dynamo traces without a graph break.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -357,6 +357,15 @@ class TorchBackend(Backend):
 
     def traced(self, x: Any) -> bool:
         return _is_compiling()
+
+    def promote(self, values: Sequence[Any]) -> Any:
+        if _is_compiling():  # Dynamo cannot trace torch.result_type; this is its reference
+            from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
+
+            return elementwise_dtypes(
+                *values, type_promotion_kind=ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT
+            )[1]
+        return super().promote(values)
 
     def select_n(self, which: Any, cases: tuple[Any, ...], shape: Shape, out: Any) -> Any:
         # Plain eager CPU calls run on the NumPy backend's select_n (the compiled

@@ -576,3 +576,11 @@ def test_select_n_torch_large_calls_on_the_numpy_route(dtype: str) -> None:
     with pytest.raises(asel.SelectValueError, match="which holds 3"):
         asel.select_n(torch.from_numpy(which), *tcases, out=out)
     assert not out.any()
+
+
+def test_select_n_clamps_under_torch_compile() -> None:
+    torch = pytest.importorskip("torch")
+    compiled = torch.compile(lambda w, a, b, c: asel.select_n(w, a, b, c), fullgraph=True)
+    which = torch.tensor([-1, 0, 1, 2, 5])
+    got = compiled(which, torch.zeros(5), torch.ones(5), torch.full((5,), 2.0))
+    np.testing.assert_array_equal(got.numpy(), [0.0, 0.0, 1.0, 2.0, 2.0])

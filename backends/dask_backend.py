@@ -152,6 +152,48 @@ class DaskBackend(NumpyDtypes, Backend):
         block_xp = compat.array_namespace(meta)
         return block_xp.asarray(value, dtype=dtype)
 
+    # -- the select family: one blockwise layer each, the NumPy (CuPy) backend per block;
+    # an index out of range in select_n raises when the blocks are computed.
+
+    def broadcast_to(self, x: Any, shape: Shape) -> Any:
+        return x  # the layer broadcasts the blocks (unknown sizes stay unknown)
+
+    def select_n(self, which: Any, cases: tuple[Any, ...], shape: Shape, out: Any) -> Any:
+        dtype = next(c.dtype for c in cases if hasattr(c, "dtype"))
+        return _family_layer(_select_n_block, [which, *cases], dtype, "select_n")
+
+    def select_cases(
+        self, conds: tuple[Any, ...], choices: tuple[Any, ...], default: Any, shape: Shape
+    ) -> Any:
+        return _family_layer(
+            _select_cases_block,
+            [*conds, *choices, default],
+            default.dtype,
+            "select_cases",
+            n=len(conds),
+        )
+
+    def apply_where(
+        self,
+        cond: Any,
+        args: tuple[Any, ...],
+        f1: Any,
+        f2: Any,
+        fill_value: Any,
+    ) -> Any:
+        scalar = fill_value is None or type(fill_value) in (bool, int, float, complex)
+        operands = [cond, *args] if scalar else [cond, *args, fill_value]
+        return _family_layer(
+            _apply_where_block,
+            operands,
+            None,
+            "apply_where",
+            f1=f1,
+            f2=f2,
+            fill=fill_value if scalar else None,
+            fill_block=not scalar,
+        )
+
     def select(self, cond: Any, then: Any, else_: Any, plan: SelectPlan, out: Any) -> Any:
         rank = len(plan.out_shape)
         indices: list[tuple[int, ...] | None] = []
@@ -191,6 +233,62 @@ class DaskBackend(NumpyDtypes, Backend):
                 f"{getattr(then, 'chunks', '(scalar)')} and else "
                 f"{getattr(else_, 'chunks', '(scalar)')}: {exc}"
             ) from exc
+
+
+def _select_n_block(which: Any, *cases: Any) -> Any:
+    return arrayselect.select_n(which, *cases)
+
+
+def _select_cases_block(*blocks: Any, n: int) -> Any:
+    return arrayselect.select_cases(list(blocks[:n]), list(blocks[n:-1]), blocks[-1])
+
+
+def _apply_where_block(
+    cond: Any, *blocks: Any, f1: Any, f2: Any, fill: Any, fill_block: bool
+) -> Any:
+    if fill_block:  # an array fill_value: the last block
+        fill, blocks = blocks[-1], blocks[:-1]
+    if f2 is not None:
+        return arrayselect.apply_where(cond, blocks, f1, f2)
+    return arrayselect.apply_where(cond, blocks, f1, fill_value=fill)
+
+
+def _family_layer(fn: Any, operands: list[Any], dtype: Any, name: str, **kwargs: Any) -> Any:
+    """One ``blockwise`` layer calling ``fn`` on the blocks of ``operands``.
+
+    The core has checked that the operands broadcast together (NumPy rules): they
+    are right-aligned, and Dask lines up their chunks (size-1 dimensions are
+    broadcast, unknown sizes kept); 0-d block-library arrays travel as literals.
+    ``dtype=None`` lets Dask find it by calling ``fn`` on empty blocks.
+    """
+    arrays = [x for x in operands if isinstance(x, da.Array)]
+    rank = max(x.ndim for x in arrays)
+    args: list[Any] = []
+    for x in operands:
+        args += [x, tuple(range(rank - x.ndim, rank)) if isinstance(x, da.Array) else None]
+    if dtype is None:  # what fn makes of empty blocks
+        empty = [_meta_from_array(x) if isinstance(x, da.Array) else x for x in operands]
+        meta = fn(*empty, **kwargs)
+        dtype = meta.dtype
+    else:
+        meta = _meta_from_array(arrays[0], ndim=rank, dtype=dtype)
+    try:
+        return _blockwise(
+            fn,
+            tuple(range(rank)),
+            *args,
+            dtype=dtype,
+            meta=meta,
+            align_arrays=True,
+            concatenate=True,
+            token=name,
+            **kwargs,
+        )
+    except ValueError as exc:
+        chunks = ", ".join(str(x.chunks) for x in arrays)
+        raise SelectShapeError(
+            f"Dask cannot line up the chunks {chunks} for {name}: {exc}"
+        ) from exc
 
 
 def _follow_values(

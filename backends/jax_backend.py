@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import operator
 import threading
 import warnings
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from types import ModuleType
 from typing import Any, NamedTuple, cast
 
@@ -544,6 +545,55 @@ class JaxBackend(Backend):
         self._plan_fns.clear()
         self._fast.clear()
         self._trace_count = 0
+
+    # -- the select family ------------------------------------------------------------
+
+    def promote(self, values: Sequence[Any]) -> Any:
+        return jnp.result_type(*values)  # jnp.select's promote_dtypes (weak scalars)
+
+    def broadcast_to(self, x: Any, shape: Shape) -> Any:
+        return jnp.broadcast_to(x, shape)
+
+    def select_n(self, which: Any, cases: tuple[Any, ...], shape: Shape, out: Any) -> Any:
+        # lax.select_n itself (every transformation); it clamps an index out of range.
+        return _select_n(which, *cases, shape=shape)
+
+    def select_cases(
+        self, conds: tuple[Any, ...], choices: tuple[Any, ...], default: Any, shape: Shape
+    ) -> Any:
+        return _select_cases(conds, choices, default)
+
+    def apply_where(
+        self,
+        cond: Any,
+        args: tuple[Any, ...],
+        f1: Callable[..., Any],
+        f2: Callable[..., Any] | None,
+        fill_value: Any,
+    ) -> Any:
+        # The double where: each function sees a constant (ones) where it is not taken,
+        # so its values there, even inf or NaN, never reach the result, and the inner
+        # where's transpose gives the untaken positions an exact zero cotangent.
+        ones = [jnp.ones_like(a) for a in args]
+        taken = f1(*(jnp.where(cond, a, one) for a, one in zip(args, ones, strict=True)))
+        if f2 is not None:
+            fill_value = f2(*(jnp.where(cond, one, a) for a, one in zip(args, ones, strict=True)))
+        return jnp.where(cond, taken, fill_value)
+
+
+@functools.partial(jax.jit, static_argnames="shape")
+def _select_n(which: Any, *cases: Any, shape: Shape) -> Any:
+    """``lax.select_n`` on operands broadcast to ``shape`` (it takes no broadcasting)."""
+    return lax.select_n(
+        jnp.broadcast_to(which, shape), *(jnp.broadcast_to(c, shape) for c in cases)
+    )
+
+
+@jax.jit
+def _select_cases(conds: Any, choices: Any, default: Any) -> Any:
+    """``jnp.select`` (conditions made boolean: nonzero is true)."""
+    masks = [c if c.dtype == jnp.bool_ else c != 0 for c in conds]
+    return jnp.select(masks, list(choices), default)
 
 
 def create(xp: ModuleType) -> JaxBackend:

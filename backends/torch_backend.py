@@ -34,12 +34,14 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
+import array_api_compat.torch as _compat_torch
 import numpy as np
 import torch
+from arrayselect.backends.numpy_backend.family import select_n as numpy_select_n
 from arrayselect.backends.numpy_backend.kernel import KERNEL_MISSING, kernel_select
 
 from arrayselect.plugin import (
@@ -296,22 +298,27 @@ class TorchBackend(Backend):
         out: Any,
     ) -> Any:
         """A validated call, by the route the module docstring describes."""
-        if (
+        if self._kernel_eligible(math.prod(plan.out_shape), (cond, then, else_, out)):  # type: ignore[arg-type]
+            return self._kernel(cond, then, else_, plan, dtype, out)
+        return _compose(cond, then, else_, plan.aligned, cond_bool, out)
+
+    def _kernel_eligible(self, size: int, operands: tuple[Any, ...]) -> bool:
+        """Whether a call of ``size`` elements on ``operands`` (``None`` and Python
+        scalars ignored) may run on the compiled kernel: large enough, PyTorch not
+        watching, no gradient to record, every tensor plain CPU memory.
+        """
+        return (
             not _torch_is_watching()  # first: a traced size must not be compared
-            and math.prod(plan.out_shape) >= self.kernel_min_size  # type: ignore[arg-type]
+            and size >= self.kernel_min_size
             and KERNEL_MISSING is None
             and not (
                 torch.is_grad_enabled()
-                and any(getattr(x, "requires_grad", False) for x in (cond, then, else_, out))
+                and any(getattr(x, "requires_grad", False) for x in operands)
             )
             and all(
-                _on_kernel(x)
-                for x in (cond, then, else_, out)
-                if x is not None and type(x) not in PYTHON_SCALARS
+                _on_kernel(x) for x in operands if x is not None and type(x) not in PYTHON_SCALARS
             )
-        ):
-            return self._kernel(cond, then, else_, plan, dtype, out)
-        return _compose(cond, then, else_, plan.aligned, cond_bool, out)
+        )
 
     def _kernel(
         self, cond: Any, then: Any, else_: Any, plan: SelectPlan, dtype: Any, out: Any
@@ -368,6 +375,42 @@ class TorchBackend(Backend):
             return cached(cond, then, else_, ab, axis, cb, out)
 
         return FastPath(_ARRAY_TYPES, fast)
+
+    # -- the select family: the core's portable defaults, on array_api_compat's torch
+    # namespace (torch functions: autograd and torch.compile follow them).
+
+    def namespace(self, *arrays: Any) -> ModuleType:
+        return _compat_torch
+
+    def traced(self, x: Any) -> bool:
+        return _is_compiling()
+
+    def promote(self, values: Sequence[Any]) -> Any:
+        if _is_compiling():  # Dynamo cannot trace torch.result_type; this is its reference
+            from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
+
+            return elementwise_dtypes(
+                *values, type_promotion_kind=ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT
+            )[1]
+        return super().promote(values)
+
+    def select_n(self, which: Any, cases: tuple[Any, ...], shape: Shape, out: Any) -> Any:
+        # Plain eager CPU calls run on the NumPy backend's select_n (the compiled
+        # kernel's, once it has one) on the tensors' memory, as select does.
+        operands = (which, *cases) if out is None else (which, *cases, out)
+        if not self._kernel_eligible(math.prod(shape), operands):  # type: ignore[arg-type]
+            return super().select_n(which, cases, shape, out)
+        dtype = cases[0].dtype
+        result = numpy_select_n(
+            _kernel_view(which),
+            tuple(_kernel_view(c) for c in cases),
+            shape,
+            None if out is None else _kernel_view(out),
+        )
+        if out is not None:
+            return out
+        tensor = torch.from_numpy(result)
+        return tensor if tensor.dtype == dtype else tensor.view(dtype)
 
 
 def create(xp: ModuleType) -> TorchBackend:

@@ -6,6 +6,9 @@ way possible, so that the library is never compared against itself.
 
 * :func:`oracle_shape` returns the output shape or raises
   :class:`OracleShapeError`.
+* :func:`oracle_select_n` and :func:`oracle_select_cases` do the same for the
+  select family (``lax.select_n``'s and ``np.select``'s meaning, all operands
+  broadcast together by NumPy rules).
 * :func:`oracle_select` computes every output element by explicit index
   arithmetic (one Python loop over the output indices), copying raw bytes so
   that NaN payloads, signed zeros and subnormals are carried over exactly.
@@ -20,8 +23,11 @@ import numpy as np
 __all__ = [
     "OracleShapeError",
     "bits_equal",
+    "oracle_broadcast",
     "oracle_index_maps",
     "oracle_select",
+    "oracle_select_cases",
+    "oracle_select_n",
     "oracle_shape",
 ]
 
@@ -224,3 +230,52 @@ def bits_equal(actual: np.ndarray, expected: np.ndarray) -> bool:
     if actual.dtype != expected.dtype or actual.shape != expected.shape:
         return False
     return bool(np.array_equal(_as_bytes(actual), _as_bytes(expected)))
+
+
+# --------------------------------------------------------------------------- the select family
+
+
+def oracle_broadcast(*shapes: Shape) -> Shape:
+    """NumPy broadcast of any number of shapes (raises :class:`OracleShapeError`)."""
+    out: Shape = ()
+    for s in shapes:
+        out = _numpy_two(out, s)
+    return out
+
+
+def oracle_select_n(which: np.ndarray, cases: Sequence[np.ndarray]) -> np.ndarray:
+    """``cases[which]`` one output element at a time (raw bytes); all broadcast together.
+
+    A boolean ``which`` picks ``cases[1]`` where true. An index outside the cases
+    raises ``IndexError``.
+    """
+    out_shape = oracle_broadcast(which.shape, *(c.shape for c in cases))
+    maps = [_right_aligned_map(s, len(out_shape)) for s in (which.shape, *(c.shape for c in cases))]
+    dtype = cases[0].dtype
+    raw = [_as_bytes(c) for c in cases]
+    out = np.zeros((*out_shape, dtype.itemsize), dtype=np.uint8)
+    for idx in np.ndindex(*out_shape):
+        k = int(which[maps[0](idx)].item())
+        if not 0 <= k < len(cases):
+            raise IndexError(k)
+        out[idx] = raw[k][maps[k + 1](idx)]
+    return out.reshape(-1).view(dtype).reshape(out_shape)
+
+
+def oracle_select_cases(
+    conds: Sequence[np.ndarray], choices: Sequence[np.ndarray], default: np.ndarray
+) -> np.ndarray:
+    """The first choice whose condition is nonzero, else ``default``, element by element
+    (raw bytes; choices and default of one dtype).
+    """
+    shapes = [c.shape for c in (*conds, *choices, default)]
+    out_shape = oracle_broadcast(*shapes)
+    maps = [_right_aligned_map(s, len(out_shape)) for s in shapes]
+    n = len(conds)
+    dtype = default.dtype
+    raw = [_as_bytes(c) for c in (*choices, default)]
+    out = np.zeros((*out_shape, dtype.itemsize), dtype=np.uint8)
+    for idx in np.ndindex(*out_shape):
+        k = next((i for i in range(n) if conds[i][maps[i](idx)].item() != 0), n)
+        out[idx] = raw[k][maps[n + k](idx)]
+    return out.reshape(-1).view(dtype).reshape(out_shape)

@@ -94,3 +94,12 @@ def test_importing_the_suite_leaves_jax_config_alone() -> None:
     )
     root = Path(__file__).resolve().parents[1] / "asv_benchmarks"
     subprocess.run([sys.executable, "-c", code, str(root)], check=True)
+
+
+@pytest.mark.parametrize("name", ["SelectN", "SelectCases", "ApplyWhere"])
+def test_select_family_rows_run_and_match_their_peers(name: str) -> None:
+    family: Any = pytest.importorskip("benchmarks.select_family")
+    bench = getattr(family, name)()
+    bench.setup("numpy", 10**3)  # raises SkipNotImplemented when the bits differ
+    bench.time_ours("numpy", 10**3)
+    bench.time_peer("numpy", 10**3)

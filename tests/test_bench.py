@@ -159,3 +159,17 @@ def test_torch_compile_target_compiles_each_case_afresh() -> None:
     )
     details = [row.detail for row in report.rows]
     assert [row.status for row in report.rows] == ["ok"] * len(cases), details
+
+
+def test_select_family_rows_match_numpy_and_time_a_where_chain() -> None:
+    cases = (
+        _bench.BenchCase("same", 100, "float32", "select_n"),
+        _bench.BenchCase("same", 100, "int8", "select_cases"),
+    )
+    report = _bench.run_bench(cases, quick=True, targets=numpy_targets(), progress=None)
+    assert [r.case for r in report.rows] == ["select_n 1e2 float32 x4"] * 2 + [
+        "select_cases 1e2 int8 x4"
+    ] * 2
+    for row in report.rows:
+        assert row.status == "ok", row.detail
+        assert row.peer_name == "np.where chain"

@@ -15,6 +15,7 @@ this package.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
@@ -32,6 +33,7 @@ from arrayselect.plugin import (
     register_cache,
 )
 
+from . import family as _family
 from . import fast_path as _fast_path
 from .kernel import KERNEL_MISSING, kernel_select
 from .numpy_route import numpy_select
@@ -85,6 +87,22 @@ class NumpyBackend(NumpyDtypes, Backend):
         if type(else_) is not np.ndarray:
             else_ = self.scalar_array(else_, decision.dtype, then)
         return self.select(cond, then, else_, decision.plan, out)
+
+    # -- the select family ---------------------------------------------------------
+
+    def promote(self, values: Sequence[Any]) -> Any:
+        return np.result_type(*values)  # np.select's own promotion (NEP 50 scalars)
+
+    def broadcast_to(self, x: Any, shape: Shape) -> Any:
+        return np.broadcast_to(x, shape)  # type: ignore[arg-type]
+
+    def select_n(self, which: Any, cases: tuple[Any, ...], shape: Shape, out: Any) -> Any:
+        return _family.select_n(which, cases, shape, out)
+
+    def select_cases(
+        self, conds: tuple[Any, ...], choices: tuple[Any, ...], default: Any, shape: Shape
+    ) -> Any:
+        return _family.select_cases(conds, choices, default, shape)
 
 
 def as_kernel_operands(cond: Any, then: Any, else_: Any) -> tuple[Any, Any, Any]:

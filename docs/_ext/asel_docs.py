@@ -165,6 +165,7 @@ PAGE_ORDER = (
     "platforms",
     "semantics",
     "where",
+    "select_family",
     "backends",
     "numpy_kernel",
     "torch",

@@ -1,6 +1,6 @@
 """Pictures of the broadcasting modes, drawn from the library's own shape logic.
 
-Two kinds of figure, written as PNG files at build time:
+Three kinds of figure, written as PNG files at build time:
 
 * **value grids** (``mode_<name>.png``): a small 2-D example per mode. The top
   row shows ``cond``, ``then`` and ``else`` as given; the bottom row shows each
@@ -13,6 +13,9 @@ Two kinds of figure, written as PNG files at build time:
   :data:`arrayselect._selfcheck.EXAMPLES`: where each input's dimensions land
   among the output's dimensions, and which ones broadcast or clash. The output
   shape, or the error, is what :func:`arrayselect.select_shape` answers.
+
+* **the first-match rule** (``family_first_match.png``) of
+  :func:`arrayselect.select_cases`, drawn from what it returns.
 
 Run as a script to write the figures to a folder: ``python docs/_ext/mode_diagrams.py OUT``.
 """
@@ -369,10 +372,49 @@ def draw_shape_chart(rows: list[dict[str, Any]], path: Path, title: str) -> None
     plt.close(fig)
 
 
+CHOICE_COLOURS = ("#4c9be8", "#f0a04b", "#b07cc6")
+DEFAULT_COLOUR = "#d0d0d0"
+
+
+def draw_first_match(path: Path) -> None:
+    """The first-match rule of :func:`arrayselect.select_cases`, on a 3x4 example.
+
+    Top row: the three conditions and, per position, which one wins (the first
+    that is true; ``d``: none, the default). Bottom row: the choices and the
+    result that ``select_cases`` returned, coloured by the choice it came from.
+    """
+    rng = np.random.default_rng(4)
+    conds = [rng.random((3, 4)) < p for p in (0.3, 0.5, 0.5)]
+    choices = [np.arange(12).reshape(3, 4) + 100 * (k + 1) for k in range(3)]
+    result = asel.select_cases(conds, choices, 0)
+    stacked = np.stack([*conds, np.ones((3, 4), bool)])
+    winner = np.argmax(stacked, axis=0)  # the first true, computed apart from the library
+    colours = np.array([*CHOICE_COLOURS, DEFAULT_COLOUR], dtype=object)[winner]
+    assert (result == np.where(winner < 3, np.choose(np.minimum(winner, 2), choices), 0)).all()
+    fig, axes = plt.subplots(2, 4, figsize=(10, 4.6))
+    for k in range(3):
+        _draw_grid(axes[0, k], conds[k], _colours_for("cond", conds[k]), None, f"condlist[{k}]")
+        _draw_grid(
+            axes[1, k],
+            choices[k],
+            np.full((3, 4), CHOICE_COLOURS[k], dtype=object),
+            None,
+            f"choicelist[{k}]",
+        )
+    labels = np.array(["0", "1", "2", "d"], dtype=object)[winner]
+    _draw_grid(axes[0, 3], labels, colours, None, "first true condition (d: none)")
+    _draw_grid(axes[1, 3], result, colours, None, "select_cases(..., default=0)")
+    fig.suptitle("select_cases: the first true condition wins, the default where none is", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
 def write_all(folder: Path) -> list[Path]:
     """Write every figure into ``folder``; return the paths written."""
     folder.mkdir(parents=True, exist_ok=True)
-    written = []
+    written = [folder / "family_first_match.png"]
+    draw_first_match(written[0])
     for ex in grid_examples():
         path = folder / f"mode_{ex.name}.png"
         draw_grid_example(ex, path)

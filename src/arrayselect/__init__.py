@@ -4,7 +4,9 @@
 modes of the OpenVINO, oneDNN and DirectML specifications (``"none"``,
 ``"numpy"``, ``"pdpd"``), for NumPy, JAX, CuPy and any other library that
 speaks the Python Array API standard. ``where(condition, x1, x2)`` is the
-standard's ``where`` (promotion, three-way broadcasting) on the same backends.
+standard's ``where`` (promotion, three-way broadcasting) on the same backends;
+``select_n``, ``select_cases`` and ``apply_where`` are the select family
+(``lax.select_n``, ``np.select``, array-api-extra's ``apply_where``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from arrayselect._errors import (
     SelectTypeError,
     SelectValueError,
 )
+from arrayselect._family import apply_where, select_cases, select_n
 from arrayselect._registry import force_portable, register_backend
 from arrayselect._runtime import runtime_info, show_runtime
 from arrayselect._select import backend_for, select
@@ -43,6 +46,7 @@ __all__ = [
     "SelectTypeError",
     "SelectValueError",
     "__version__",
+    "apply_where",
     "backend_for",
     "force_portable",
     "get_num_threads",
@@ -51,6 +55,8 @@ __all__ = [
     "release_memory",
     "runtime_info",
     "select",
+    "select_cases",
+    "select_n",
     "select_shape",
     "set_num_threads",
     "set_pool_limit",

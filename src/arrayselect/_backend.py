@@ -10,11 +10,13 @@ is valid. Plugin authors import these names from :mod:`arrayselect.plugin`.
 from __future__ import annotations
 
 import abc
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable, Sequence
+from types import ModuleType
 from typing import Any, Literal, NamedTuple
 
 import array_api_compat as compat
 
+from arrayselect._errors import SelectValueError, index_error
 from arrayselect._shapes import SelectPlan, Shape
 
 __all__ = ["DTYPE_KINDS", "Backend", "DtypeKind", "OutLayout"]
@@ -239,3 +241,134 @@ class Backend(abc.ABC):
             to it while this backend serves its library.
         """
         return None
+
+    # -- the select family (select_n, select_cases, apply_where) ----------------------
+    # Portable defaults built from the standard's functions, so that a plugin serves
+    # the family without writing anything; backends override them to fuse.
+
+    def namespace(self, *arrays: Any) -> ModuleType:
+        """The Array API namespace of ``arrays``, for the defaults below."""
+        return compat.array_namespace(*arrays)
+
+    def traced(self, x: Any) -> bool:
+        """Whether ``x`` is being traced into a graph, where values cannot raise
+        (``select_n`` then clamps its indices, as ``lax.select_n`` does).
+        """
+        return False
+
+    def promote(self, values: Sequence[Any]) -> Any:
+        """The dtype the library's own ``select`` (``np.select``) gives the choices and
+        the default (arrays, or Python scalars standing for their type): the standard's
+        ``result_type`` unless the library has a ``select`` of its own.
+        """
+        arrays = [x for x in values if type(x) not in (bool, int, float, complex)]
+        return self.namespace(*arrays).result_type(*values)
+
+    def broadcast_to(self, x: Any, shape: Shape) -> Any:
+        """``x`` broadcast to ``shape`` (a view where the library has them)."""
+        return self.namespace(x).broadcast_to(x, shape)
+
+    def select_n(self, which: Any, cases: tuple[Any, ...], shape: Shape, out: Any) -> Any:
+        """Run ``select_n`` on validated inputs: ``cases[which]`` element by element.
+
+        ``which`` is boolean (then exactly two cases) or integer; the cases are
+        arrays of one dtype; all broadcast to ``shape``. An index outside
+        ``[0, len(cases))`` raises :func:`index_error` before anything is written
+        (eager libraries). The default checks the indices, then chains ``xp.where``.
+        """
+        xp = self.namespace(which, *cases)
+        n = len(cases)
+        if self.dtype_kind(which.dtype) == "bool":
+            result = xp.where(which, cases[1], cases[0])
+        else:
+            low, high = self.int_range(which.dtype)
+            traced = self.traced(which)
+            if traced:
+                which = xp.clip(which, 0, n - 1)
+            # Only ==: some libraries cannot order every integer dtype (PyTorch uint64).
+            # Indices beyond the dtype's range cannot occur: those cases are unreachable.
+            masks = [which == k for k in range(min(n, high + 1))]
+            if not traced and (low < 0 or n <= high) and 0 not in which.shape:
+                try:  # one reduction over the indices; the masks name the bad value
+                    bad = (low < 0 and bool(xp.min(which) < 0)) or (
+                        n <= high and bool(xp.max(which) >= n)
+                    )
+                except (RuntimeError, TypeError, NotImplementedError):
+                    bad = True  # no reductions for this dtype (PyTorch uint64): ask the masks
+                if bad:
+                    hit = masks[0]
+                    for mask in masks[1:]:
+                        hit = xp.logical_or(hit, mask)
+                    found = which[xp.logical_not(hit)]
+                    if found.shape[0]:
+                        raise index_error(int(found[0]), n)
+            result = cases[len(masks) - 1]
+            for k in reversed(range(len(masks) - 1)):
+                result = xp.where(masks[k], cases[k], result)
+            if len(masks) == 1:
+                result = xp.where(masks[0], result, result)  # broadcast with which
+        return self.write_out(result, out)
+
+    def select_cases(
+        self, conds: tuple[Any, ...], choices: tuple[Any, ...], default: Any, shape: Shape
+    ) -> Any:
+        """Run ``select_cases`` on validated inputs: the choice of the first true
+        condition, ``default`` where none is.
+
+        ``conds`` are boolean or integer (nonzero is true); the choices and the
+        default are arrays of the output dtype; all broadcast to ``shape``. The
+        default chains ``xp.where`` from the last condition to the first.
+        """
+        xp = self.namespace(*conds, *choices, default)
+        result = default
+        for cond, choice in zip(reversed(conds), reversed(choices), strict=True):
+            if self.dtype_kind(cond.dtype) != "bool":
+                cond = cond != 0
+            result = xp.where(cond, choice, result)
+        return result
+
+    def apply_where(
+        self,
+        cond: Any,
+        args: tuple[Any, ...],
+        f1: Callable[..., Any],
+        f2: Callable[..., Any] | None,
+        fill_value: Any,
+    ) -> Any:
+        """Run ``apply_where`` on validated inputs, broadcast to one shape.
+
+        ``f1`` gets the elements of ``args`` where ``cond`` is true, ``f2`` (or
+        ``fill_value``) fills the rest. The default is array-api-extra's eager
+        algorithm: boolean indexing, so each function sees only its own elements,
+        and the result dtype is the library's promotion of the two sides.
+        """
+        xp = self.namespace(cond, *args)
+        taken = f1(*(a[cond] for a in args))
+        if f2 is None:
+            dtype = self.result_type(taken, fill_value)
+            if type(fill_value) in (bool, int, float, complex):
+                result = xp.full_like(cond, fill_value, dtype=dtype)
+            else:
+                result = xp.astype(fill_value, dtype, copy=True)
+        else:
+            ncond = xp.logical_not(cond)
+            other = f2(*(a[ncond] for a in args))
+            result = xp.empty_like(cond, dtype=self.result_type(taken, other))
+            result[ncond] = other
+        result[cond] = taken
+        return result
+
+    def write_out(self, result: Any, out: Any) -> Any:
+        """``result`` written into ``out`` and ``out`` returned; ``result`` when ``out``
+        is ``None``.
+        """
+        if out is None:
+            return result
+        try:
+            out[...] = result
+        except (RuntimeError, TypeError, ValueError) as exc:
+            # e.g. PyTorch refusing a leaf tensor that requires grad
+            raise SelectValueError(
+                f"out cannot be written in place: {type(exc).__name__}: {exc}"
+            ) from exc
+        return out

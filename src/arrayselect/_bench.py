@@ -3,7 +3,8 @@
 For each array library (and device) installed, a few Select calls are timed
 against the library's own ``where`` (the *peer*) on the same device arrays;
 each result is checked bit for bit against ``np.where`` on NumPy copies of the
-inputs; achieved throughput is compared with the device's copy bandwidth (the
+inputs (``select_n`` and ``select_cases`` rows: against a chain of the library's
+``where``, checked against ``np.choose``/``np.select``); achieved throughput is compared with the device's copy bandwidth (the
 *memory floor*: no elementwise operation can move its bytes faster than a
 copy does). The asv suite in ``asv_benchmarks/`` is the full version.
 """
@@ -23,6 +24,7 @@ import numpy as np
 
 from arrayselect import adapters
 from arrayselect._errors import SelectTypeError
+from arrayselect._family import select_cases, select_n
 from arrayselect._registry import force_portable
 from arrayselect._select import backend_for, select
 from arrayselect._where import where
@@ -59,7 +61,9 @@ class BenchCase:
     dtype
         ``then``/``else`` dtype: a NumPy name, or ``"bfloat16"``.
     function
-        ``"select"``, or ``"where"`` (:func:`arrayselect.where`, which promotes).
+        ``"select"``, ``"where"`` (:func:`arrayselect.where`, which promotes), or
+        ``"select_n"``/``"select_cases"`` with :data:`FAMILY_WAYS` cases (the peer is
+        then a chain of the library's ``where``, last case first).
     else_dtype
         For ``where``: the dtype of ``else`` when it differs from ``dtype`` (the
         result is promoted), or ``"scalar"`` for a Python float.
@@ -79,6 +83,8 @@ class BenchCase:
         if self.function == "where":
             other = f"+{self.else_dtype}" if self.else_dtype else ""
             return f"where {size} {self.dtype}{other}"
+        if self.function in _FAMILY:
+            return f"{self.function} {size} {self.dtype} x{FAMILY_WAYS}"
         return f"{self.pattern} {size} {self.dtype}"
 
 
@@ -93,6 +99,8 @@ CASES: tuple[BenchCase, ...] = (
     BenchCase("same", 10**6, "int8"),
     BenchCase("same", 10**3, "float32", "where", "scalar"),
     BenchCase("same", 10**6, "int8", "where", "float32"),
+    BenchCase("same", 10**6, "float32", "select_n"),
+    BenchCase("same", 10**6, "float32", "select_cases"),
 )
 #: ``bench --quick``: the same, with 10**6 for the largest same-shape case.
 QUICK_CASES: tuple[BenchCase, ...] = (
@@ -105,7 +113,12 @@ QUICK_CASES: tuple[BenchCase, ...] = (
     BenchCase("same", 10**6, "int8"),
     BenchCase("same", 10**3, "float32", "where", "scalar"),
     BenchCase("same", 10**6, "int8", "where", "float32"),
+    BenchCase("same", 10**6, "float32", "select_n"),
+    BenchCase("same", 10**6, "float32", "select_cases"),
 )
+#: How many cases (conditions) the select family rows choose among.
+FAMILY_WAYS = 4
+_FAMILY = ("select_n", "select_cases")
 
 _SEED = 20240611
 
@@ -121,8 +134,9 @@ def _values(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> Any
     return rng.standard_normal(shape, dtype=np.float32).astype(adapters.numpy_dtype(dtype))
 
 
-def make_inputs(case: BenchCase) -> tuple[Any, Any, Any]:
-    """Seeded NumPy ``(cond, then, else_)`` for ``case``.
+def make_inputs(case: BenchCase) -> tuple[Any, ...]:
+    """Seeded NumPy ``(cond, then, else_)`` for ``case``; for the select family
+    ``(which, *cases)`` (int8 indices) or ``(*conds, *choices, default)``.
 
     Raises
     ------
@@ -130,6 +144,13 @@ def make_inputs(case: BenchCase) -> tuple[Any, Any, Any]:
         When NumPy cannot make the dtype here (bfloat16 without ``ml_dtypes``).
     """
     rng = np.random.default_rng(_SEED)
+    if case.function == "select_n":
+        which = rng.integers(0, FAMILY_WAYS, case.size).astype(np.int8)
+        return (which, *(_values(rng, (case.size,), case.dtype) for _ in range(FAMILY_WAYS)))
+    if case.function == "select_cases":
+        conds = [rng.random(case.size) < 0.2 for _ in range(FAMILY_WAYS)]
+        values = [_values(rng, (case.size,), case.dtype) for _ in range(FAMILY_WAYS + 1)]
+        return (*conds, *values)
     if case.pattern == "same":
         shape: tuple[int, ...] = (case.size,)
         else_dtype = case.else_dtype or case.dtype
@@ -338,13 +359,53 @@ def _same_bits(result: Any, expected: Any) -> str:
     return f"{bad} bytes differ" if bad else ""
 
 
+def _expected(case: BenchCase, inputs: tuple[Any, ...]) -> Any:
+    """The result ``case`` must give, computed by NumPy on the NumPy inputs."""
+    k = FAMILY_WAYS
+    if case.function == "select_n":
+        return np.choose(inputs[0], inputs[1:])
+    if case.function == "select_cases":
+        return np.select(list(inputs[:k]), list(inputs[k : 2 * k]), inputs[-1])
+    return np.where(*inputs)
+
+
+def _calls(case: BenchCase, where_: Callable[..., Any]) -> tuple[Callable[..., Any], Any]:
+    """What ``case`` times with arrayselect, and its peer made of the library's
+    ``where_`` (``None``: the library's ``where`` itself).
+    """
+    k = FAMILY_WAYS
+    if case.function == "select_n":
+
+        def chain_n(which: Any, *cases: Any) -> Any:
+            result = cases[-1]
+            for i in reversed(range(k - 1)):
+                result = where_(which == i, cases[i], result)
+            return result
+
+        return select_n, chain_n
+    if case.function == "select_cases":
+
+        def ours_cases(*a: Any) -> Any:
+            return select_cases(list(a[:k]), list(a[k : 2 * k]), a[-1])
+
+        def chain_cases(*a: Any) -> Any:
+            result = a[-1]
+            for i in reversed(range(k)):
+                result = where_(a[i], a[k + i], result)
+            return result
+
+        return ours_cases, chain_cases
+    return (where if case.function == "where" else select), None
+
+
 def _measure(
-    target: Target, case: BenchCase, inputs: tuple[Any, Any, Any], timing: tuple[float, int]
+    target: Target, case: BenchCase, inputs: tuple[Any, ...], timing: tuple[float, int]
 ) -> BenchRow:
     min_time, repeat = timing
-    cond, then, else_ = inputs
-    expected = np.where(cond, then, else_)
-    row = BenchRow(target.label, target.device, "?", case.label, target.peer_name)
+    expected = _expected(case, inputs)
+    family = case.function in _FAMILY
+    peer_name = f"{target.peer_name} chain" if family else target.peer_name
+    row = BenchRow(target.label, target.device, "?", case.label, peer_name)
     row.nbytes = int(sum(getattr(x, "nbytes", 0) for x in inputs) + expected.nbytes)
     lib = target.adapter
     try:
@@ -352,19 +413,19 @@ def _measure(
     except adapters.DtypeUnavailableError as exc:  # the library has no such dtype
         row.status, row.detail = "unsupported", str(exc)
         return row
-    function = where if case.function == "where" else select
+    function, chain = _calls(case, lib.peer)
 
-    def ours_fn(c: Any, t: Any, e: Any) -> Any:
+    def ours_fn(*a: Any) -> Any:
         if target.portable:
             with force_portable():
-                return function(c, t, e)
-        return function(c, t, e)
+                return function(*a)
+        return function(*a)
 
     with force_portable(target.portable):
-        row.backend = backend_for(*args).name
+        row.backend = backend_for(*args[:3]).name
     target.reset_compiler()
     ours_compiled = target.compile(ours_fn)
-    peer_compiled = target.compile(lib.peer)
+    peer_compiled = target.compile(lib.peer if chain is None else chain)
 
     def ours() -> Any:
         return lib.sync(ours_compiled(*args))
@@ -473,7 +534,7 @@ def run_bench(
     bar.done += 1
     for case in cases:
         try:
-            inputs: tuple[Any, Any, Any] | None = make_inputs(case)
+            inputs: tuple[Any, ...] | None = make_inputs(case)
             absent = ""
         except adapters.DtypeUnavailableError as exc:  # bfloat16 without ml_dtypes
             inputs, absent = None, str(exc)

@@ -13,6 +13,7 @@ __all__ = [
     "SelectShapeError",
     "SelectTypeError",
     "SelectValueError",
+    "index_error",
 ]
 
 
@@ -39,3 +40,15 @@ class ScalarOverflowError(SelectTypeError, ValueError, OverflowError):
     also a ``ValueError`` and an ``OverflowError``, which is what NumPy and
     JAX raise for the same conversion.
     """
+
+
+def index_error(value: int, n: int) -> SelectValueError:
+    """The error for a ``select_n`` index ``value`` outside ``[0, n)``.
+
+    Written once here; every eager backend raises it when its pass over the data
+    meets such an index (traced backends clamp instead, as ``lax.select_n`` does).
+    """
+    return SelectValueError(
+        f"which holds {value}, but select_n has {n} case{'s' if n != 1 else ''}: every "
+        f"index must lie in [0, {n})"
+    )

@@ -21,7 +21,7 @@ import contextlib
 import contextvars
 import importlib
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Container, Iterator, Sequence
 from importlib.metadata import entry_points
 from types import ModuleType
 from typing import Any, NamedTuple, NoReturn
@@ -44,6 +44,7 @@ __all__ = [
     "portable_forced",
     "register_backend",
     "resolve",
+    "resolve_inputs",
 ]
 
 ENTRY_POINT_GROUP = "arrayselect.backends"
@@ -342,19 +343,40 @@ def resolve(
         For a non-array input (``then``/``else`` may be Python scalars) or
         arrays of two libraries (NumPy arrays with JAX arrays go to JAX).
     """
+    inputs = [(names[0], cond), (names[1], then), (names[2], else_)]
+    if out is not None:
+        inputs.append(("out", out))
+    return resolve_inputs(inputs, names[1:])
+
+
+def resolve_inputs(
+    inputs: Sequence[tuple[str, object]], scalars: Container[str] = ()
+) -> tuple[Backend, list[tuple[str, Any]]]:
+    """:func:`resolve` for any number of named inputs (the select family's).
+
+    ``scalars`` names the inputs that may be Python scalars; the others must be
+    arrays. Returns the backend and the named array inputs.
+
+    Raises
+    ------
+    SelectTypeError
+        For a non-array input or arrays of two libraries (NumPy arrays with JAX
+        arrays go to JAX).
+    """
     named: list[tuple[str, Any]] = []
     libraries: dict[str, str] = {}
-    values = names[1:]
-    for name, x in zip((*names, "out"), (cond, then, else_, out), strict=True):
-        if name == "out" and x is None:
-            continue
-        if name in values and type(x) in PYTHON_SCALARS:
+    for name, x in inputs:
+        if name in scalars and type(x) in PYTHON_SCALARS:
             continue
         library = library_of(x)
         if library is None:
-            _not_an_array(name, x, name in values)
+            _not_an_array(name, x, name in scalars)
         libraries.setdefault(library, name)
         named.append((name, x))
+    if not named:
+        raise SelectTypeError(
+            "at least one input must be an array (Python scalars alone have no library)"
+        )
     if len(libraries) > 1:
         if set(libraries) == {"numpy", "jax"}:
             libraries = {"jax": libraries["jax"]}

@@ -35,11 +35,13 @@ __all__ = [
     "check_out",
     "check_out_layout",
     "check_scalar",
+    "checked_scalars",
     "scalar_fits_kind",
     "scalar_range",
     "scalar_values",
     "value_dtype",
     "value_kind",
+    "values_dtype",
 ]
 
 PyScalar = bool | int | float | complex
@@ -293,38 +295,59 @@ def value_dtype(
         For an unsupported dtype, two dtypes (Select does not promote), two
         scalars of different types, or a scalar of a kind the dtype cannot take.
     """
-    then_scalar = type(then) in _SCALAR_KIND
-    else_scalar = type(else_) in _SCALAR_KIND
-    if then_scalar and else_scalar:
-        if type(then) is not type(else_):
+    dtype, (then_range, else_range) = values_dtype(backend, cond, [("then", then), ("else", else_)])
+    return dtype, then_range, else_range
+
+
+def values_dtype(
+    backend: Backend, like: Any, named: list[tuple[str, Any]]
+) -> tuple[Any, list[ScalarRange | None]]:
+    """:func:`value_dtype` for any number of named value operands (``select_n``'s cases).
+
+    The arrays must share one dtype, which Python scalars take; when all are
+    Python scalars, of one type, they take the namespace's default dtype for it
+    (asked with ``like``, the condition).
+
+    Returns
+    -------
+    dtype, ranges
+        The output dtype, and per operand the range of a Python scalar (``None``
+        for an array).
+    """
+    arrays = [(name, x) for name, x in named if type(x) not in _SCALAR_KIND]
+    if not arrays:
+        first_name, first = named[0]
+        for name, x in named[1:]:
+            if type(x) is not type(first):
+                raise SelectTypeError(
+                    f"{first_name} is a Python {type(first).__name__} and {name} a Python "
+                    f"{type(x).__name__}; Select does not promote, so pass scalars of one type "
+                    "or arrays of one dtype"
+                )
+        dtype = backend.default_dtype(type(first), like)
+        kind = value_kind(backend, first_name, dtype)
+        _check_scalar_kind(first_name, first, dtype, kind, _DEFAULT)
+        rng = scalar_range(backend, type(first), dtype, kind)
+        return dtype, [rng] * len(named)
+    for name, x in arrays:
+        value_kind(backend, name, x.dtype)
+    first_name, first = arrays[0]
+    dtype = first.dtype
+    for name, x in arrays[1:]:
+        if x.dtype != dtype:
             raise SelectTypeError(
-                f"then is a Python {type(then).__name__} and else a Python "
-                f"{type(else_).__name__}; Select does not promote, so pass scalars of one type "
-                "or arrays of one dtype"
+                f"{first_name} and {name} must have the same dtype (Select does not promote), "
+                f"got {first_name} {dtype} and {name} {x.dtype}"
             )
-        dtype = backend.default_dtype(type(then), cond)
-        kind = value_kind(backend, "then", dtype)
-        _check_scalar_kind("then", then, dtype, kind, _DEFAULT)
-        rng = scalar_range(backend, type(then), dtype, kind)
-        return dtype, rng, rng
-    if then_scalar:
-        dtype = else_.dtype
-        kind = value_kind(backend, "else", dtype)
-        _check_scalar_kind("then", then, dtype, kind, "else")
-        return dtype, scalar_range(backend, type(then), dtype, kind), None
-    if else_scalar:
-        dtype = then.dtype
-        kind = value_kind(backend, "then", dtype)
-        _check_scalar_kind("else", else_, dtype, kind, "then")
-        return dtype, None, scalar_range(backend, type(else_), dtype, kind)
-    value_kind(backend, "then", then.dtype)
-    value_kind(backend, "else", else_.dtype)
-    if then.dtype != else_.dtype:
-        raise SelectTypeError(
-            f"then and else must have the same dtype (Select does not promote), got then "
-            f"{then.dtype} and else {else_.dtype}"
-        )
-    return then.dtype, None, None
+    kind = value_kind(backend, first_name, dtype)
+    ranges: list[ScalarRange | None] = []
+    for name, x in named:
+        if type(x) in _SCALAR_KIND:
+            _check_scalar_kind(name, x, dtype, kind, first_name)
+            ranges.append(scalar_range(backend, type(x), dtype, kind))
+        else:
+            ranges.append(None)
+    return dtype, ranges
 
 
 def scalar_values(
@@ -341,12 +364,25 @@ def scalar_values(
     ScalarOverflowError
         If a scalar is out of its range.
     """
-    both = then_range is not None and else_range is not None
-    if then_range is not None:
-        then = check_scalar(then_range, "then", then, dtype, _DEFAULT if both else "else")
-    if else_range is not None:
-        else_ = check_scalar(else_range, "else", else_, dtype, _DEFAULT if both else "then")
+    then, else_ = checked_scalars(
+        [("then", then), ("else", else_)], dtype, [then_range, else_range]
+    )
     return then, else_
+
+
+def checked_scalars(
+    named: list[tuple[str, Any]], dtype: Any, ranges: list[ScalarRange | None]
+) -> list[Any]:
+    """:func:`scalar_values` for any number of operands, with :func:`values_dtype`'s ranges.
+
+    Returns the operands, each Python scalar as it is to be converted.
+    """
+    others = [name for (name, _), rng in zip(named, ranges, strict=True) if rng is None]
+    other = others[0] if others else _DEFAULT
+    return [
+        x if rng is None else check_scalar(rng, name, x, dtype, other)
+        for (name, x), rng in zip(named, ranges, strict=True)
+    ]
 
 
 # --------------------------------------------------------------------------- devices

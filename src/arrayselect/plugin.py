@@ -19,6 +19,9 @@ this module, and so can a plugin (see ``docs/plugins.md``):
 * helpers for libraries with NumPy dtypes (:class:`NumpyDtypes`, the dtype queries
   of a backend whose arrays carry NumPy dtypes, built on :func:`numpy_dtype_kind`, ...) and
   symbolic shapes (:func:`same_dim`);
+* :func:`index_error`, the error a backend's ``select_n`` raises for an index out
+  of range (the select family's methods of :class:`Backend` have portable
+  defaults; a backend overrides them to fuse);
 * :func:`register_backend` and :func:`active_backend`.
 
 A plan, for example:
@@ -47,6 +50,7 @@ from arrayselect._errors import (
     SelectShapeError,
     SelectTypeError,
     SelectValueError,
+    index_error,
 )
 from arrayselect._fastpath import Run, SignatureCache
 from arrayselect._registry import (
@@ -95,6 +99,7 @@ __all__ = [
     "check_devices",
     "check_out_layout",
     "get_num_threads",
+    "index_error",
     "make_plan",
     "num_threads_chosen",
     "numpy_dtype_kind",

@@ -1,0 +1,120 @@
+"""The select family on NumPy arrays: ``select_n`` and ``select_cases``.
+
+The core has validated the call; these functions only run it. The compiled
+kernel (:mod:`.kernel_family`: one threaded pass over all the operands, every
+dtype as raw bits) gets the operands broadcast to the output shape (views,
+stride 0 where broadcast). In a build without the kernel NumPy's own functions
+do the work: ``np.choose`` (which
+finds an index out of range in its own pass) for ``select_n``, and
+``np.select``'s algorithm (one masked ``np.copyto`` per condition, from the last
+to the first) for ``select_cases``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import numpy as np
+
+import arrayselect
+from arrayselect.plugin import Shape, index_error
+
+from .kernel import KERNEL_MISSING
+
+__all__ = ["HAVE_KERNEL", "select_cases", "select_n"]
+
+_kernel_select_n: Any = None
+_kernel_select_cases: Any = None
+if KERNEL_MISSING is None:  # a build without the kernel runs NumPy's functions below
+    from .kernel_family import kernel_select_cases as _kernel_select_cases
+    from .kernel_family import kernel_select_n as _kernel_select_n
+
+#: Whether the compiled kernel runs the family (else NumPy's functions do).
+HAVE_KERNEL: Final = KERNEL_MISSING is None
+
+# np.choose takes at most this many choices (NumPy's NPY_MAXARGS).
+_CHOOSE_MAX: Final = 64
+
+
+def _first_bad(which: np.ndarray, n: int) -> int:
+    """The first index of ``which`` (in C order) outside ``[0, n)``, or -1 if none.
+
+    Only called on the error path, or before writing into an ``out`` that the
+    kernel could leave half written.
+    """
+    if which.size == 0:
+        return -1
+    bad = which < 0 if which.dtype.kind == "i" else np.zeros(which.shape, bool)
+    bad |= which >= n
+    found = np.flatnonzero(bad)
+    return int(which.reshape(-1)[found[0]]) if found.size else -1
+
+
+def _as_index(which: np.ndarray) -> np.ndarray:
+    """``which`` as np.choose takes it (it refuses uint64: cast, the error path looks
+    at the original values).
+    """
+    return which.astype(np.intp) if which.dtype == np.uint64 else which
+
+
+def select_n(which: Any, cases: tuple[Any, ...], shape: Shape, out: Any) -> Any:
+    """``cases[which]`` for validated NumPy operands; an index out of range raises
+    :func:`~arrayselect.plugin.index_error` and leaves ``out`` untouched.
+    """
+    which = np.asarray(which)
+    cases = tuple(np.asarray(c) for c in cases)
+    n = len(cases)
+    out_shape: tuple[int, ...] = shape  # type: ignore[assignment]  # NumPy: no unknown sizes
+    if HAVE_KERNEL:
+        if out is not None and which.dtype != np.bool_:
+            # The kernel finds a bad index in its pass, but may have written part of out.
+            bad = _first_bad(which, n)
+            if bad != -1:
+                raise index_error(bad, n)
+        try:
+            return _kernel_select_n(
+                np.broadcast_to(which, out_shape),
+                tuple(np.broadcast_to(c, out_shape) for c in cases),
+                out,
+            )
+        except IndexError as exc:
+            raise index_error(int(exc.args[0]), n) from None
+    if which.dtype == np.bool_:
+        return arrayselect.select(
+            which, cases[1], cases[0], cond_broadcast="multidirectional", out=out
+        )
+    if n > _CHOOSE_MAX:
+        bad = _first_bad(which, n)
+        if bad != -1:
+            raise index_error(bad, n)
+        index = np.broadcast_to(which, out_shape)
+        result = np.empty(out_shape, cases[0].dtype) if out is None else out
+        for k, case in enumerate(cases):
+            np.copyto(result, case, where=index == k)
+        return result
+    try:
+        # mode="raise" buffers out, so a bad index leaves it untouched.
+        return np.choose(_as_index(which), cases, out=out, mode="raise")
+    except ValueError:
+        raise index_error(_first_bad(which, n), n) from None
+
+
+def select_cases(
+    conds: tuple[Any, ...], choices: tuple[Any, ...], default: Any, shape: Shape
+) -> Any:
+    """The choice of the first true condition, ``default`` where none is, for validated
+    NumPy operands of one dtype.
+    """
+    out_shape: tuple[int, ...] = shape  # type: ignore[assignment]
+    if HAVE_KERNEL:
+        return _kernel_select_cases(
+            tuple(np.broadcast_to(np.asarray(c), out_shape) for c in conds),
+            tuple(np.broadcast_to(np.asarray(c), out_shape) for c in choices),
+            np.broadcast_to(np.asarray(default), out_shape),
+            None,
+        )
+    result = np.empty(out_shape, np.asarray(default).dtype)
+    np.copyto(result, default)
+    for cond, choice in zip(reversed(conds), reversed(choices), strict=True):
+        np.copyto(result, choice, where=cond if cond.dtype == np.bool_ else cond != 0)
+    return result

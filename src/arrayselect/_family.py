@@ -1,0 +1,306 @@
+"""The select family: ``select_n``, ``select_cases`` and ``apply_where``.
+
+Each function validates its call here, once, with the rules ``select`` uses
+(the same library resolution, dtype kinds, Python-scalar rule, NumPy
+broadcasting, device and ``out`` checks, from :mod:`arrayselect._validate` and
+:mod:`arrayselect._shapes`), and then hands arrays that are known to be valid
+to the backend's :meth:`~arrayselect.plugin.Backend.select_n`,
+:meth:`~arrayselect.plugin.Backend.select_cases` or
+:meth:`~arrayselect.plugin.Backend.apply_where`. Only what depends on values
+is left to the backend: an index out of range in ``select_n``, which an eager
+backend finds in its pass over the data and reports with
+:func:`~arrayselect.plugin.index_error`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+from arrayselect._backend import Backend
+from arrayselect._errors import SelectTypeError, SelectValueError
+from arrayselect._registry import resolve_inputs
+from arrayselect._shapes import Shape, broadcast_together
+from arrayselect._validate import (
+    PYTHON_SCALARS,
+    check_devices,
+    check_layouts,
+    check_out,
+    check_scalar,
+    checked_scalars,
+    scalar_fits_kind,
+    scalar_range,
+    value_kind,
+    values_dtype,
+)
+
+__all__ = ["apply_where", "select_cases", "select_n"]
+
+_MASK_KINDS: Final = ("bool", "int", "uint")
+# A Python scalar stands for its type in promotion (never its value: NEP 50).
+_ZEROS: Final[dict[type, Any]] = {bool: False, int: 0, float: 0.0, complex: 0j}
+_LIFT: Final[dict[str, type]] = {"int": int, "uint": int, "float": float, "complex": complex}
+
+
+def _check_mask(backend: Backend, name: str, x: Any, integers: str = "") -> None:
+    """A condition must be boolean, or integer where ``integers`` says what they mean."""
+    kinds = _MASK_KINDS if integers else ("bool",)
+    if backend.dtype_kind(x.dtype) not in kinds:
+        also = f" or integer dtype ({integers})" if integers else " dtype"
+        raise SelectTypeError(f"{name} must have a boolean{also}, got {x.dtype}")
+
+
+def _shapes(backend: Backend, named: list[tuple[str, Any]], who: str) -> Shape:
+    """The NumPy broadcast of the named arrays' shapes (the output shape)."""
+    return broadcast_together([(name, backend.shape(x)) for name, x in named], who)
+
+
+def select_n(which: Any, *cases: Any, out: Any = None) -> Any:
+    """Element-wise ``cases[which]``: ``jax.lax.select_n`` for every array library.
+
+    Parameters
+    ----------
+    which : array
+        Boolean (then exactly two cases: ``False`` picks ``cases[0]``, ``True``
+        ``cases[1]``) or integer: the index of the case to take.
+    *cases : array or Python scalar
+        At least one. Arrays share one dtype, the output dtype (no promotion); a
+        Python scalar takes it (two or more scalars alone: the library's default
+        dtype for their type), as in :func:`select`. ``which`` and the cases
+        broadcast together by NumPy rules.
+    out : array, optional
+        Array to receive the result (NumPy, CuPy, PyTorch), of the output shape
+        and dtype.
+
+    Returns
+    -------
+    array
+        The result, in the inputs' namespace and on their device (``out`` when
+        given).
+
+    Raises
+    ------
+    SelectValueError
+        For an index outside ``[0, len(cases))`` on an eager library (nothing is
+        written); inside ``jax.jit`` indices are clamped, as ``lax.select_n``
+        does. Also for a boolean ``which`` with other than two cases, and inputs
+        on different devices.
+    SelectTypeError
+        For a ``which`` that is not boolean or integer, cases of different
+        dtypes, a Python scalar of the wrong kind, non-array inputs, no case.
+    SelectShapeError
+        If the shapes do not broadcast together, or ``out`` has the wrong shape.
+
+    Examples
+    --------
+    >>> import numpy as np, arrayselect as asel
+    >>> which = np.array([0, 2, 1, 2], dtype=np.int8)
+    >>> asel.select_n(which, np.arange(4), 10 * np.arange(4), -1)
+    array([ 0, -1, 20, -1])
+    >>> asel.select_n(np.array([True, False]), 0.0, np.array([1.5, 2.5]))
+    array([1.5, 0. ])
+    """
+    if not cases:
+        raise SelectTypeError("select_n takes at least one case after which")
+    names = [f"cases[{i}]" for i in range(len(cases))]
+    named_cases = list(zip(names, cases, strict=True))
+    inputs: list[tuple[str, Any]] = [("which", which), *named_cases]
+    if out is not None:
+        inputs.append(("out", out))
+    backend, named = resolve_inputs(inputs, names)
+    check_layouts(backend, named)
+    _check_mask(backend, "which", which, "an integer is the index of the case to take")
+    if backend.dtype_kind(which.dtype) == "bool" and len(cases) != 2:
+        raise SelectValueError(
+            f"which is boolean, so select_n takes exactly 2 cases (False picks cases[0], "
+            f"True cases[1]), got {len(cases)}; pass an integer which for n-way selection"
+        )
+    dtype, ranges = values_dtype(backend, which, named_cases)
+    values = checked_scalars(named_cases, dtype, ranges)
+    arrays = [(name, x) for (name, x), rng in zip(named_cases, ranges, strict=True) if rng is None]
+    shape = _shapes(
+        backend, [("which", which), *arrays], "select_n broadcasts which and the cases together"
+    )
+    check_devices(backend, named)
+    if out is not None:
+        check_out(backend, out, shape, dtype)
+    like = arrays[0][1] if arrays else which
+    make = backend.scalar_array if arrays else backend.default_scalar_array
+    ready = tuple(
+        x if rng is None else make(x, dtype, like) for x, rng in zip(values, ranges, strict=True)
+    )
+    return backend.select_n(which, ready, shape, out)
+
+
+def select_cases(condlist: Any, choicelist: Any, default: Any = 0, /) -> Any:
+    """The choice of the first true condition, ``default`` where none is (``np.select``).
+
+    Parameters
+    ----------
+    condlist : list or tuple of arrays
+        Boolean conditions (integer arrays: nonzero is true). The first one that
+        is true at a position picks the choice there.
+    choicelist : list or tuple of arrays or Python scalars
+        As many as conditions.
+    default : array or Python scalar, optional
+        Taken where no condition is true (``0``).
+
+    Returns
+    -------
+    array
+        The conditions, choices and default broadcast together (NumPy rules);
+        the dtype is the library's own ``select``'s (NumPy, JAX, CuPy: their
+        ``select``'s, bit for bit) or the standard's ``result_type`` of the
+        choices and default; Python scalars count by their type.
+
+    Raises
+    ------
+    SelectTypeError
+        For lists that are not lists, a condition that is not boolean or
+        integer, choices the library does not promote, non-array inputs.
+    SelectValueError
+        For lists of different lengths or no condition, inputs on different
+        devices.
+    SelectShapeError
+        If the shapes do not broadcast together.
+    ScalarOverflowError
+        If a Python scalar does not fit the result dtype.
+
+    Examples
+    --------
+    >>> import numpy as np, arrayselect as asel
+    >>> x = np.array([-2.0, 0.5, 3.0, np.nan])
+    >>> asel.select_cases([x < 0, x < 1, x < 10], [-x, x, 10 * x], np.inf)
+    array([ 2. ,  0.5, 30. ,  inf])
+    """
+    for name, seq in (("condlist", condlist), ("choicelist", choicelist)):
+        if not isinstance(seq, (list, tuple)):
+            raise SelectTypeError(
+                f"{name} must be a list or tuple of arrays, got {type(seq).__name__}"
+            )
+    if len(condlist) != len(choicelist):
+        raise SelectValueError(
+            f"condlist and choicelist must have the same length, got {len(condlist)} "
+            f"conditions and {len(choicelist)} choices"
+        )
+    if not condlist:
+        raise SelectValueError("select_cases takes at least one condition; condlist is empty")
+    conds = [(f"condlist[{i}]", c) for i, c in enumerate(condlist)]
+    values = [(f"choicelist[{i}]", c) for i, c in enumerate(choicelist)]
+    values.append(("default", default))
+    backend, named = resolve_inputs([*conds, *values], [name for name, _ in values])
+    check_layouts(backend, named)
+    for name, cond in conds:
+        _check_mask(backend, name, cond, "integers mean nonzero is true")
+    arrays = [(name, x) for name, x in values if type(x) not in PYTHON_SCALARS]
+    for name, x in arrays:
+        value_kind(backend, name, x.dtype)
+    try:
+        dtype = backend.promote([_ZEROS.get(type(x), x) for _, x in values])
+    except Exception as exc:  # the library does not promote these
+        raise SelectTypeError(
+            f"choicelist and default cannot be promoted to one dtype by {backend.name}: "
+            f"{type(exc).__name__}: {exc}"
+        ) from None
+    kind = value_kind(backend, "the result", dtype)
+    shape = _shapes(
+        backend, [*conds, *arrays], "select_cases broadcasts the conditions, choices and default"
+    )
+    check_devices(backend, named)
+    like = arrays[0][1] if arrays else conds[0][1]
+    ready = []
+    for name, x in values:
+        if type(x) in PYTHON_SCALARS:
+            if not scalar_fits_kind(type(x), kind):
+                x = _LIFT[kind](x)  # a bool beside integers is 0 or 1, as in np.select
+            rng = scalar_range(backend, type(x), dtype, kind)
+            x = backend.scalar_array(check_scalar(rng, name, x, dtype, "the result"), dtype, like)
+        elif x.dtype != dtype:
+            x = backend.astype(x, dtype)
+        ready.append(x)
+    return backend.select_cases(tuple(c for _, c in conds), tuple(ready[:-1]), ready[-1], shape)
+
+
+def apply_where(
+    cond: Any,
+    args: Any,
+    f1: Callable[..., Any],
+    f2: Callable[..., Any] | None = None,
+    /,
+    *,
+    fill_value: Any = None,
+) -> Any:
+    """``f1(*args)`` where ``cond`` is true, ``f2(*args)`` (or ``fill_value``) elsewhere.
+
+    ``array_api_extra.apply_where``, with its result bit for bit, fused into the
+    backends: on eager libraries ``f1`` and ``f2`` see only their own elements (no
+    warning from ``log`` of the negatives it would not take); on JAX and under
+    PyTorch autograd the gradient through the untaken branch is exactly zero, never
+    NaN; on Dask and inside ``jax.jit`` it stays lazy.
+
+    Parameters
+    ----------
+    cond : array
+        Boolean.
+    args : array or tuple of arrays
+        Broadcast together with ``cond`` (and an array ``fill_value``).
+    f1, f2 : callable
+        Element-wise functions of ``len(args)`` arrays; give ``f2`` or
+        ``fill_value``, not both.
+    fill_value : array or Python scalar, optional
+        The value where ``cond`` is false, when ``f2`` is not given.
+
+    Returns
+    -------
+    array
+        The result; its dtype is the library's promotion of both sides' dtypes.
+
+    Raises
+    ------
+    SelectTypeError
+        For both or neither of ``f2`` and ``fill_value``, functions that are not
+        callable, a ``cond`` that is not boolean, non-array inputs.
+    SelectShapeError
+        If the shapes do not broadcast together.
+    SelectValueError
+        For inputs on different devices.
+
+    Examples
+    --------
+    >>> import numpy as np, arrayselect as asel
+    >>> x = np.array([-1.0, 0.0, np.e])
+    >>> asel.apply_where(x > 0, x, np.log, fill_value=np.nan)
+    array([nan, nan,  1.])
+    >>> asel.apply_where(x > 0, (x, 2.0 * x), lambda a, b: a + b, lambda a, b: a - b)
+    array([1.        , 0.        , 8.15484549])
+    """
+    if (f2 is None) == (fill_value is None):
+        given = "neither" if f2 is None else "both"
+        raise SelectTypeError(f"apply_where takes exactly one of f2 and fill_value, got {given}")
+    for name, f in (("f1", f1), ("f2", f2)):
+        if f is not None and not callable(f):
+            raise SelectTypeError(f"{name} must be callable, got {type(f).__name__}")
+    if isinstance(args, tuple):
+        named_args = [(f"args[{i}]", a) for i, a in enumerate(args)]
+    else:
+        named_args = [("args", args)]
+    inputs = [("cond", cond), *named_args]
+    if fill_value is not None:
+        inputs.append(("fill_value", fill_value))
+    backend, named = resolve_inputs(inputs, ("fill_value",))
+    check_layouts(backend, named)
+    _check_mask(backend, "cond", cond)
+    scalar_fill = type(fill_value) in PYTHON_SCALARS
+    if fill_value is not None and not scalar_fill:
+        value_kind(backend, "fill_value", fill_value.dtype)
+    shape = _shapes(
+        backend,
+        [n for n in named if n[0] != "fill_value" or not scalar_fill],
+        "apply_where broadcasts cond, args and fill_value together",
+    )
+    check_devices(backend, named)
+    cond = backend.broadcast_to(cond, shape)
+    ready = tuple(backend.broadcast_to(a, shape) for _, a in named_args)
+    if fill_value is not None and not scalar_fill:
+        fill_value = backend.broadcast_to(fill_value, shape)
+    return backend.apply_where(cond, ready, f1, f2, fill_value)

@@ -12,6 +12,7 @@ under test; results are compared bit for bit with the oracle.
 from __future__ import annotations
 
 import contextlib
+import re
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -221,6 +222,27 @@ def test_the_issues_repros_raise_without_x64_and_are_exact_with_it(
         result = call()
     assert result.dtype in (np.int64, np.float64)
     assert result.tolist() in ([2**40, 5], [2**40, 2**40], [1e300])
+
+
+@pytest.mark.parametrize("position", ["which", "cases"])
+def test_select_n_refuses_what_jax_would_narrow_and_is_exact_with_x64(position: str) -> None:
+    # select_n promises select's exactness: the same rule, through the same core check.
+    if position == "which":
+        which: Any = np.array([0, 1])  # int64
+        cases: tuple[Any, ...] = (jnp.array([3, 4], jnp.int32), jnp.array([7, 8], jnp.int32))
+        name, expected = "which", [3, 8]
+    else:
+        which = jnp.array([1, 0], jnp.int32)
+        cases = (np.array([2**40, 5]), np.array([1, 2]))
+        name, expected = "cases[0]", [1, 5]
+    with (
+        _x64(False),
+        pytest.raises(asel.SelectTypeError, match=rf"^{re.escape(name)} has dtype int64"),
+    ):
+        asel.select_n(which, *cases)
+    with _x64(True):
+        result = asel.select_n(which, *cases)
+    assert result.tolist() == expected
 
 
 def test_a_jitted_function_refuses_what_jax_would_narrow() -> None:

@@ -4,9 +4,10 @@ For each array library (and device) installed, a few Select calls are timed
 against the library's own ``where`` (the *peer*) on the same device arrays;
 each result is checked bit for bit against ``np.where`` on NumPy copies of the
 inputs (``select_n`` and ``select_cases`` rows: against a chain of the library's
-``where``, checked against ``np.choose``/``np.select``); achieved throughput is compared with the device's copy bandwidth (the
-*memory floor*: no elementwise operation can move its bytes faster than a
-copy does). The asv suite in ``asv_benchmarks/`` is the full version.
+``where``, checked against ``np.choose``/``np.select``); achieved throughput is
+compared with the device's copy bandwidth (the *memory floor*: no elementwise
+operation can move its bytes faster than a copy does). The asv suite in
+``asv_benchmarks/`` is the full version.
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ from arrayselect._shapes import Shape, broadcast_together
 from arrayselect._validate import (
     PYTHON_SCALARS,
     check_devices,
+    check_held_dtypes,
     check_layouts,
     check_out,
     check_scalar,
@@ -116,6 +117,7 @@ def select_n(which: Any, *cases: Any, out: Any = None) -> Any:
             f"True cases[1]), got {len(cases)}; pass an integer which for n-way selection"
         )
     dtype, ranges = values_dtype(backend, which, named_cases)
+    check_held_dtypes(backend, [("which", which), *named_cases])
     values = checked_scalars(named_cases, dtype, ranges)
     arrays = [(name, x) for (name, x), rng in zip(named_cases, ranges, strict=True) if rng is None]
     shape = _shapes(

@@ -144,7 +144,7 @@ def validate(
     check_layouts(backend, named)
     check_cond_dtype(backend, cond)
     dtype, then_range, else_range = value_dtype(backend, cond, then, else_)
-    check_held_dtypes(backend, cond, then, else_)
+    check_held_dtypes(backend, (("cond", cond), ("then", then), ("else", else_)))
     then_value, else_value = scalar_values(then, else_, dtype, then_range, else_range)
     plan = (make_plan.__wrapped__ if backend.tracing() else make_plan)(
         backend.shape(cond),

@@ -11,7 +11,7 @@ derived here (:class:`ScalarRange`), never through a copy of a rule.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -110,14 +110,16 @@ def value_kind(backend: Backend, name: str, dtype: Any) -> DtypeKind:
     return kind
 
 
-def check_held_dtypes(backend: Backend, cond: Any, then: Any, else_: Any) -> None:
+def check_held_dtypes(backend: Backend, named: Iterable[tuple[str, Any]]) -> None:
     """Every input array's dtype must be one the result's library holds as it is, now.
 
     The rule behind "no promotion, values copied bit for bit" when operands come
     from two libraries (NumPy arrays beside JAX arrays): an operand the library
     would narrow (int64 under JAX's default 32-bit mode) or cannot take at all
-    is refused, never converted. Python scalars are checked against the output
-    dtype by :func:`check_scalar`; ``out`` is left to :func:`check_out`.
+    is refused, never converted. ``named`` are the operands with the names messages
+    call them (``select``'s ``cond``/``then``/``else``, ``select_n``'s ``which`` and
+    cases). Python scalars are checked against the output dtype by
+    :func:`check_scalar`; ``out`` is left to :func:`check_out`.
 
     Raises
     ------
@@ -125,7 +127,7 @@ def check_held_dtypes(backend: Backend, cond: Any, then: Any, else_: Any) -> Non
         Naming the operand, its dtype, what the library would make of it, the
         cast to write and the library's setting for wider dtypes.
     """
-    for name, x in (("cond", cond), ("then", then), ("else", else_)):
+    for name, x in named:
         if type(x) in _SCALAR_KIND:
             continue
         dtype = x.dtype

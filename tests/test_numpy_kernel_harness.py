@@ -55,8 +55,8 @@ def test_harness_passes_as_setup_py_builds_the_kernel(tmp_path: Path) -> None:
     assert "== single-threaded byte for byte" in out
     assert _threads_used(out) >= 2, out
     if X86_64:
-        # GCC's __builtin_cpu_supports and the cpuid/xgetbv path MSVC uses agree
-        assert "cpu features" in out and "cpuid+xgetbv" in out
+        # built by GCC, the harness also fails if GCC's __builtin_cpu_supports disagrees
+        assert "os: cpu features:" in out
     if sys.platform.startswith("linux"):
         assert "machine load: read" in out
 

@@ -306,9 +306,8 @@ int sk_os_ncpu(void);
 #define SK_CPU_AVX512 2 /* F, BW, VL, DQ and CD: x86-64-v4 */
 /*
  * What this CPU has and the OS saves across context switches (the XSAVE state
- * of the AVX and AVX-512 registers), checked once. GCC and Clang ask
- * __builtin_cpu_supports (which checks both); MSVC asks cpuid and xgetbv
- * (sk_os_cpu_features_cpuid, which every x86 compiler can build).
+ * of the AVX and AVX-512 registers), from cpuid and xgetbv (any compiler),
+ * asked once. 0 off x86.
  */
 int sk_os_cpu_features(void);
 #if defined(__x86_64__) || defined(__i386__) || defined(_M_X64) || defined(_M_IX86)

@@ -2,10 +2,12 @@
  * sk_os_cpu.c: which wide instruction sets this CPU and its OS support (the
  * CPU-feature part of the OS layer, sk_os.h).
  *
- * GCC and Clang ask __builtin_cpu_supports, which reads cpuid once and checks
- * the OS's XSAVE state too. MSVC has no such builtin: there the answer comes
- * from cpuid and xgetbv directly (sk_os_cpu_features_cpuid), which every x86
- * compiler builds, so the kernel's C harness checks that the two agree.
+ * One answer for every compiler: cpuid and xgetbv, read directly (MSVC's
+ * __cpuidex/_xgetbv, GCC's and Clang's <cpuid.h> and the xgetbv opcode).
+ * GCC's __builtin_cpu_supports checks the same bits, but needs the runtime's
+ * CPU model (libgcc's; zig's compiler-rt for musl answered "none" in the
+ * cross check), and MSVC has no such builtin. The kernel's C harness checks,
+ * where GCC builds it, that the two answers agree.
  */
 #include "sk_os.h"
 
@@ -75,20 +77,12 @@ sk_os_cpu_features_cpuid(void)
 int
 sk_os_cpu_features(void)
 {
-#if SK_OS_X86 && (defined(__GNUC__) || defined(__clang__))
-    int features = 0;
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2")) {
-        features |= SK_CPU_AVX2;
+#if SK_OS_X86
+    static int features = -1; /* asked once; a race stores the same answer */
+    if (SK_LOAD(features) < 0) {
+        SK_STORE(features, sk_os_cpu_features_cpuid());
     }
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-        __builtin_cpu_supports("avx512cd")) {
-        features |= SK_CPU_AVX512;
-    }
-    return features;
-#elif SK_OS_X86
-    return sk_os_cpu_features_cpuid();
+    return SK_LOAD(features);
 #else
     return 0; /* no x86 wide loops elsewhere */
 #endif

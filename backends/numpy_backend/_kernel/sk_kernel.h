@@ -7,6 +7,8 @@
  *   sk_loops.c      the inner loops (one per item size, cond width and layout),
  *                   compiled once per instruction set from the templates
  *                   sk_loops_isa.h and sk_loops_typed.h, and the choice among them
+ *                   (sk_loops_avx2.c, sk_loops_avx512.c: those copies as units
+ *                   of their own where the compiler has no target attribute)
  *   sk_plan.c       iteration: placing the inputs on the output shape,
  *                   memory-ordering and coalescing axes, picking the loop, tiles,
  *                   the job's cost, running a flat range of a job
@@ -14,6 +16,8 @@
  *   sk_memory.c     the output memory handler (a pool of freed blocks)
  *   sk_fast.c       the plan cache behind fast_select (the lean call path)
  *   select_kernel.c the module: select/explain, settings, statistics, init
+ *   sk_os_*.c       the OS layer (sk_os.h): threads, locks, atomics, clocks,
+ *                   machine load, CPU features, fork; POSIX and Win32
  *
  * Everything shared between the files is declared here; everything else is
  * static to its file. Every symbol starts with sk_ (setup.py builds with

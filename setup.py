@@ -28,7 +28,10 @@ _KERNEL = "backends/numpy_backend/_kernel/"
 # translation units of their own, each compiled with its /arch flag (see
 # sk_loops_base.h). Other compilers build those copies inside sk_loops.c, and
 # these two files compile to nothing.
-_MSVC_ISA_FLAGS = {_KERNEL + "sk_loops_avx2.c": "/arch:AVX2", _KERNEL + "sk_loops_avx512.c": "/arch:AVX512"}
+_MSVC_ISA_FLAGS = {
+    _KERNEL + "sk_loops_avx2.c": "/arch:AVX2",
+    _KERNEL + "sk_loops_avx512.c": "/arch:AVX512",
+}
 
 
 class BuildExt(build_ext):  # type: ignore[misc]

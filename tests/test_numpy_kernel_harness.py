@@ -19,11 +19,9 @@ import sys
 import sysconfig
 from pathlib import Path
 
+import _c_harness
 import numpy as np
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _c_harness  # noqa: E402
 
 X86_64 = platform.machine().lower() in ("x86_64", "amd64")
 

@@ -32,6 +32,9 @@
 #ifndef WIN32_LEAN_AND_MEAN
 #define WIN32_LEAN_AND_MEAN
 #endif
+#ifndef NOMINMAX
+#define NOMINMAX /* no min/max macros in the kernel's names */
+#endif
 #include <windows.h>
 #else
 #define SK_OS_WIN32 0

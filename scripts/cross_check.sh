@@ -158,7 +158,7 @@ check_macos() { # arch
     "${ZIG[@]}" cc -target "$target" -shared -undefined dynamic_lookup \
       -o "$EXT_DIR/$ext.so" "$EXT_DIR/$ext"/*.o
   done
-  echo "both extensions -Werror, linked (Mach-O $(file -b "$EXT_DIR/kernel.so" | cut -c1-40))"
+  echo "both extensions -Werror, linked ($(file -b "$EXT_DIR/kernel.so" | cut -d, -f1))"
 }
 check_macos_arm64() { check_macos arm64; }
 check_macos_x86_64() { check_macos x86_64; }
@@ -182,7 +182,7 @@ check_musl() {
   done
   "$PY" tests/_c_harness.py "$EXT_DIR/kernel_harness" "${ZIG[@]}" cc -target x86_64-linux-musl -static
   "$EXT_DIR/kernel_harness" 18 > "$EXT_DIR/harness.txt"
-  echo "both extensions -Werror, linked; harness $(tail -1 "$EXT_DIR/harness.txt")"
+  echo "both extensions -Werror, linked; harness $(grep -o '^loops: [0-9]* cases on [a-z0-9 ]*' "$EXT_DIR/harness.txt"), $(tail -1 "$EXT_DIR/harness.txt")"
 }
 
 run_check "windows (wine)" check_windows

@@ -11,6 +11,7 @@ kernel compiles warning-free without threads.
 
 from __future__ import annotations
 
+import os
 import platform
 import re
 import shutil
@@ -51,7 +52,8 @@ def test_harness_passes_as_setup_py_builds_the_kernel(tmp_path: Path) -> None:
     out = _build_and_run(tmp_path)
     assert re.search(r"loops: \d+ cases on baseline", out), out
     assert "== single-threaded byte for byte" in out
-    assert _threads_used(out) >= 2, out
+    if (os.cpu_count() or 1) >= 2:  # one core: the caller may finish before a worker runs
+        assert _threads_used(out) >= 2, out
     if X86_64:
         # built by GCC, the harness also fails if GCC's __builtin_cpu_supports disagrees
         assert "os: cpu features:" in out

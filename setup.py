@@ -64,6 +64,16 @@ _EXT_NAMES = {
     ),
 }
 
+_KERNEL = "backends/numpy_backend/_kernel/"
+# MSVC has no target attribute: there the kernel's AVX2 and AVX-512 loops are
+# translation units of their own, each compiled with its /arch flag (see
+# sk_loops_base.h). Other compilers build those copies inside sk_loops.c, and
+# these two files compile to nothing.
+_MSVC_ISA_FLAGS = {
+    _KERNEL + "sk_loops_avx2.c": "/arch:AVX2",
+    _KERNEL + "sk_loops_avx512.c": "/arch:AVX512",
+}
+
 
 class BuildExt(build_ext):  # type: ignore[misc]
     """Pick compiler flags by compiler family; build what can be built.
@@ -107,7 +117,26 @@ class BuildExt(build_ext):  # type: ignore[misc]
         for ext in self.extensions:
             ext.extra_compile_args = list(_MSVC_FLAGS if msvc else _UNIX_FLAGS)
             ext.extra_link_args = [] if msvc else ["-pthread"]
+            if msvc:
+                self._compile_isa_units(ext)
         super().build_extensions()
+
+    def _compile_isa_units(self, ext: Extension) -> None:
+        """Compile ``ext``'s per-ISA sources with their own flags, as extra objects."""
+        for source, flag in _MSVC_ISA_FLAGS.items():
+            if source in ext.sources:
+                ext.sources.remove(source)
+                ext.extra_objects = [
+                    *ext.extra_objects,
+                    *self.compiler.compile(
+                        [source],
+                        output_dir=self.build_temp,
+                        macros=ext.define_macros,
+                        include_dirs=ext.include_dirs,
+                        extra_postargs=[*ext.extra_compile_args, flag],
+                        depends=ext.depends,
+                    ),
+                ]
 
 
 def _required() -> bool:
@@ -128,14 +157,17 @@ def _why(exc: BaseException) -> str:
     return f"the C build failed ({type(exc).__name__}: {text[:200]})"
 
 
-_KERNEL = "backends/numpy_backend/_kernel/"
 # ARRAYSELECT_KERNEL_DISPATCH=0 builds the baseline loops only (no AVX2/AVX-512 copies).
 _KERNEL_MACROS = (
     [("SK_NO_DISPATCH", "1")] if os.environ.get("ARRAYSELECT_KERNEL_DISPATCH") == "0" else []
 )
 _KERNEL_SOURCES = ["select_kernel.c", "sk_loops.c", "sk_plan.c", "sk_pool.c", "sk_memory.c"]
 _KERNEL_SOURCES += ["sk_fast.c", "sk_family.c"]
+# The OS layer (sk_os.h): each file compiles to nothing on the other OS.
+_KERNEL_SOURCES += ["sk_os_posix.c", "sk_os_win32.c", "sk_os_cpu.c"]
+_KERNEL_SOURCES += ["sk_loops_avx2.c", "sk_loops_avx512.c"]
 _KERNEL_HEADERS = ["sk_kernel.h", "sk_loops_isa.h", "sk_loops_typed.h"]
+_KERNEL_HEADERS += ["sk_os.h", "sk_loops_base.h"]
 
 setup(
     ext_modules=[

@@ -194,7 +194,7 @@ X86_ONLY = re.compile(
     r"__builtin_ia32_|__builtin_cpu_|\b_mm\d*_|__m(128|256|512)|immintrin|x86intrin|cpuid\.h|"
     r"target\(\"|__asm__"
 )
-X86_GUARD = re.compile(r"__x86_64__|__i386__|SK_X86_DISPATCH|_M_X64")
+X86_GUARD = re.compile(r"__x86_64__|__i386__|SK_X86_DISPATCH|SK_OS_X86|_M_X64|_M_IX86")
 
 
 def _strip_comments(text: str) -> str:

@@ -499,10 +499,11 @@ sk_isa_init(void)
  * kernel.py's controller, which sets the count through arrayselect's settings
  * so that they agree). They read and write the kernel's thread count.
  */
-#if defined(__GNUC__) || defined(__clang__)
-#define SK_EXPORT __attribute__((visibility("default")))
-#elif defined(_WIN32)
+/* Windows first: mingw-w64's GCC needs dllexport too (visibility is ELF/Mach-O only). */
+#if defined(_WIN32)
 #define SK_EXPORT __declspec(dllexport)
+#elif defined(__GNUC__) || defined(__clang__)
+#define SK_EXPORT __attribute__((visibility("default")))
 #else
 #define SK_EXPORT
 #endif
@@ -606,8 +607,8 @@ PyInit__select_kernel(void)
 #if SK_HAVE_THREADS
     static int atfork_done = 0;
     if (!atfork_done) {
-        pthread_atfork(NULL, NULL, sk_pool_atfork_child);
-        pthread_atfork(NULL, NULL, sk_memory_atfork_child);
+        sk_os_atfork_child(sk_pool_atfork_child);
+        sk_os_atfork_child(sk_memory_atfork_child);
         atfork_done = 1;
     }
 #endif

@@ -7,6 +7,8 @@
  *   sk_loops.c      the inner loops (one per item size, cond width and layout),
  *                   compiled once per instruction set from the templates
  *                   sk_loops_isa.h and sk_loops_typed.h, and the choice among them
+ *                   (sk_loops_avx2.c, sk_loops_avx512.c: those copies as units
+ *                   of their own where the compiler has no target attribute)
  *   sk_plan.c       iteration: placing the inputs on the output shape,
  *                   memory-ordering and coalescing axes, picking the loop, tiles,
  *                   the job's cost, running a flat range of a job
@@ -15,6 +17,8 @@
  *   sk_fast.c       the plan cache behind fast_select (the lean call path)
  *   sk_family.c     select_n and select_cases in one pass, on select's loops and pool
  *   select_kernel.c the module: select/explain, settings, statistics, init
+ *   sk_os_*.c       the OS layer (sk_os.h): threads, locks, atomics, clocks,
+ *                   machine load, CPU features, fork; POSIX and Win32
  *
  * Everything shared between the files is declared here; everything else is
  * static to its file. Every symbol starts with sk_ (setup.py builds with
@@ -24,6 +28,7 @@
 #ifndef SK_KERNEL_H
 #define SK_KERNEL_H
 
+#ifndef SK_STANDALONE
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -35,25 +40,31 @@
 #define NPY_NO_DEPRECATED_API NPY_2_0_API_VERSION
 #define NPY_TARGET_VERSION NPY_2_0_API_VERSION
 #include <numpy/arrayobject.h>
+#else
+/*
+ * SK_STANDALONE: the loops, the plans and the pool without Python, for the
+ * kernel's C harness (tests/kernel_harness.c), which runs where no Python
+ * does (Wine, qemu). Only the parts that take Python objects are left out.
+ */
+#include <stddef.h>
+typedef ptrdiff_t npy_intp;
+#define NPY_MAXDIMS 64
+#define Py_BEGIN_ALLOW_THREADS {
+#define Py_END_ALLOW_THREADS }
+#endif
 
 #include <stdint.h>
 #include <string.h>
 
-#if !defined(_WIN32)
-#include <pthread.h>
+/* Threads, locks, atomics (SK_LOAD, SK_STORE), clocks, machine load, CPU features. */
+#include "sk_os.h"
+SK_STATIC_ASSERT(sizeof(npy_intp) == sizeof(sk_os_intp), npy_intp_is_ptrdiff_t);
+
+/* The thread pool exists on every OS; -DSK_NO_THREADS builds without it. */
+#ifndef SK_NO_THREADS
 #define SK_HAVE_THREADS 1
 #else
 #define SK_HAVE_THREADS 0
-#endif
-
-/* Settings that Python changes (under the GIL) while a parallel job reads them
- * (without it): relaxed atomics, so the accesses are defined and never torn. */
-#if defined(__GNUC__) || defined(__clang__)
-#define SK_LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
-#define SK_STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
-#else
-#define SK_LOAD(x) (x)
-#define SK_STORE(x, v) ((x) = (v))
 #endif
 
 #define SK_MAXDIMS NPY_MAXDIMS
@@ -140,10 +151,12 @@ typedef struct {
     int map[SK_MAXDIMS];
 } sk_dims;
 
+#ifndef SK_STANDALONE
 int sk_parse_shape(PyObject *tuple, const char *what, int *nd, npy_intp *dims);
 int sk_parse_dims(PyObject *obj, const char *name, int out_nd, sk_dims *D);
 int sk_place(int nd, const npy_intp *dims, const npy_intp *strides, const sk_dims *D,
              int out_nd, const npy_intp *out_dims, const char *name, npy_intp *placed);
+#endif
 void sk_axis_order(int nd, npy_intp strides[4][SK_MAXDIMS], const int *prio, int nprio,
                    int *perm);
 int sk_overlap(const char *in_data, const npy_intp *in_strides, npy_intp in_isz,
@@ -183,6 +196,7 @@ void sk_pool_atfork_child(void);
 int sk_pool_workers(void);
 /* The room guard on or off, the spins in seconds; a negative value keeps a setting. */
 void sk_pool_configure(int load_guard, double worker_spin, double caller_spin);
+#ifndef SK_STANDALONE
 /* Counters and the state of the room guard, as a dict. */
 PyObject *sk_pool_stats(void);
 
@@ -226,5 +240,6 @@ PyObject *sk_fast_stats(PyObject *self, PyObject *args);
 /* select_n(which, cases, out) and select_cases(conds, choices, default, out). */
 PyObject *sk_select_n(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *sk_select_cases(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+#endif /* !SK_STANDALONE */
 
 #endif /* SK_KERNEL_H */

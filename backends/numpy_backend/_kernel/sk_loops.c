@@ -9,104 +9,17 @@
  * pass.
  *
  * The typed loops (sk_loops_typed.h, gathered by sk_loops_isa.h) are compiled
- * several times in this file: for the baseline instruction set of the build
- * (SSE2 on x86-64, NEON on aarch64) and, on x86-64 with GCC or Clang, again
- * for AVX2 and for AVX-512 through __attribute__((target)), as NumPy's own
- * dispatch does. No per-file compiler flag is needed, and where the guard is
- * false (other architectures, MSVC, SK_NO_DISPATCH) only the baseline copy
- * exists. The best copy the CPU and the OS support is chosen once, at import
- * (cpuid via __builtin_cpu_supports, which also checks that the OS saves the
- * AVX/AVX-512 registers); ARRAYSELECT_CPU or set_isa() may lower it.
+ * several times: for the baseline instruction set of the build (SSE2 on
+ * x86-64, NEON on aarch64) and, on x86-64, again for AVX2 and for AVX-512
+ * (with GCC and Clang in this file, through __attribute__((target)); with
+ * MSVC in sk_loops_avx2.c and sk_loops_avx512.c: see sk_loops_base.h). On
+ * other architectures, or with SK_NO_DISPATCH, only the baseline copy exists.
+ * The best copy the CPU and the OS support is chosen once, at import
+ * (sk_os_cpu_features, which also checks that the OS saves the AVX/AVX-512
+ * registers); ARRAYSELECT_CPU or set_isa() may lower it.
  */
 #include "sk_kernel.h"
-
-#if defined(__GNUC__) || defined(__clang__)
-#define SK_RESTRICT __restrict__
-#define SK_HAVE_VECTOR_EXT 1
-#elif defined(_MSC_VER)
-#define SK_RESTRICT __restrict
-#define SK_HAVE_VECTOR_EXT 0
-#else
-#define SK_RESTRICT
-#define SK_HAVE_VECTOR_EXT 0
-#endif
-
-#if defined(__x86_64__) && !defined(_MSC_VER) && (defined(__GNUC__) || defined(__clang__)) && \
-    !defined(SK_NO_DISPATCH)
-#define SK_X86_DISPATCH 1
-#else
-#define SK_X86_DISPATCH 0
-#endif
-
-#define SK_CAT_(a, b) a##_##b
-#define SK_CAT(a, b) SK_CAT_(a, b)
-#define SK_STR_(x) #x
-#define SK_STR(x) SK_STR_(x)
-
-/*
- * The elements a contiguous loop runs one by one before the output reaches an
- * `align`-byte boundary. With 32- and 64-byte vectors, an output 16 bytes past
- * a cache line (where malloc puts NumPy's large arrays) splits every other
- * vector store across two lines; peeling to the boundary first pays while the
- * operands are in cache and costs nothing when they stream from memory
- * (docs/numpy_kernel.md). The baseline's 16-byte vectors do not need it.
- */
-static inline npy_intp
-sk_head(const void *o, npy_intp n, size_t size, size_t align)
-{
-    if (align == 0) {
-        return 0;
-    }
-    const npy_intp head = (npy_intp)((((uintptr_t)0 - (uintptr_t)o) & (align - 1)) / size);
-    return head < n ? head : n;
-}
-
-/*
- * Bytes per buffer of the buffered strided loops: four buffers (cond, then,
- * else, out) stay in a 32 KiB L1 data cache.
- */
-#ifndef SK_BUFFER_BYTES
-#define SK_BUFFER_BYTES 8192
-#endif
-
-/* for (i = 0; i < n; i++) BODY, in two runs: up to the aligned output, then the rest. */
-#define SK_ALIGNED_FOR(i, n, o, ...)                                                          \
-    {                                                                                         \
-        npy_intp i = 0;                                                                       \
-        const npy_intp head_ = sk_head((o), (n), sizeof(*(o)), SK_ALIGN);                     \
-        for (; i < head_; i++) {                                                              \
-            __VA_ARGS__                                                                       \
-        }                                                                                     \
-        for (; i < (n); i++) {                                                                \
-            __VA_ARGS__                                                                       \
-        }                                                                                     \
-    }
-
-/* One element of L 8-byte lanes (item sizes 16 and 32): out = nz ? a : b. */
-static inline void
-sk_wide_select(int L, int nz, const char *a, const char *b, char *o)
-{
-    const uint64_t m = (uint64_t)0 - (uint64_t)(nz != 0);
-#if SK_HAVE_VECTOR_EXT
-    typedef uint64_t sk_v2 __attribute__((vector_size(16)));
-    const sk_v2 mv = {m, m};
-    for (int l = 0; l < L / 2; l++) {
-        sk_v2 x, y, r;
-        memcpy(&x, a + 16 * l, 16);
-        memcpy(&y, b + 16 * l, 16);
-        r = (x & mv) | (y & ~mv);
-        memcpy(o + 16 * l, &r, 16);
-    }
-#else
-    for (int l = 0; l < L; l++) {
-        uint64_t x, y, r;
-        memcpy(&x, a + 8 * l, 8);
-        memcpy(&y, b + 8 * l, 8);
-        r = (x & m) | (y & ~m);
-        memcpy(o + 8 * l, &r, 8);
-    }
-#endif
-}
+#include "sk_loops_base.h"
 
 /* The baseline copy: the flags of the build. */
 #define SK_ISA baseline
@@ -117,7 +30,7 @@ sk_wide_select(int L, int nz, const char *a, const char *b, char *o)
 #undef SK_TARGET
 #undef SK_ALIGN
 
-#if SK_X86_DISPATCH
+#if SK_X86_DISPATCH == 1
 #define SK_ISA avx2
 #define SK_TARGET __attribute__((target("avx2")))
 #define SK_ALIGN 32
@@ -144,6 +57,8 @@ sk_wide_select(int L, int nz, const char *a, const char *b, char *o)
 #undef SK_ISA
 #undef SK_TARGET
 #undef SK_ALIGN
+#elif SK_X86_DISPATCH == 2
+extern const sk_loop_table sk_table_avx2, sk_table_avx512; /* sk_loops_avx2.c, sk_loops_avx512.c */
 #endif /* SK_X86_DISPATCH */
 
 static const char *const sk_isa_names[SK_ISA_COUNT] = {"baseline", "avx2", "avx512"};
@@ -165,13 +80,11 @@ int
 sk_isa_supported(void)
 {
 #if SK_X86_DISPATCH
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-        __builtin_cpu_supports("avx512cd")) {
+    const int features = sk_os_cpu_features();
+    if (features & SK_CPU_AVX512) {
         return SK_ISA_AVX512;
     }
-    if (__builtin_cpu_supports("avx2")) {
+    if (features & SK_CPU_AVX2) {
         return SK_ISA_AVX2;
     }
 #endif

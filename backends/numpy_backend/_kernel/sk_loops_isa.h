@@ -8,6 +8,8 @@
  *                  (empty for the baseline: the file's own flags)
  *     SK_ALIGN     the output alignment the contiguous loops peel up to
  *                  (the vector width; 0 for the baseline)
+ *     SK_TABLE_EXTERN  (optional) the table has external linkage: its copy
+ *                  is a translation unit of its own (sk_loops_base.h)
  *
  * defined. No intrinsics: the compiler's vectorizer writes every copy from
  * the same C, so all copies compute the same bits.
@@ -237,7 +239,12 @@ SK_WIDE_LOOPS(c8, uint64_t, v32, 4)
 #define SK_WIDE_ROWS(VN)                                                                      \
     {SK_WIDE_ROW(c1, VN), SK_WIDE_ROW(c2, VN), SK_WIDE_ROW(c4, VN), SK_WIDE_ROW(c8, VN)}
 
+#ifdef SK_TABLE_EXTERN
+extern const sk_loop_table SK_CAT(sk_table, SK_ISA);
+const sk_loop_table SK_CAT(sk_table, SK_ISA) = {
+#else
 static const sk_loop_table SK_CAT(sk_table, SK_ISA) = {
+#endif
     SK_STR(SK_ISA),
     {SK_ROWS(v1), SK_ROWS(v2), SK_ROWS(v4), SK_ROWS(v8), SK_WIDE_ROWS(v16), SK_WIDE_ROWS(v32)},
 };

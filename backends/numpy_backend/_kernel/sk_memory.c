@@ -46,9 +46,9 @@ static size_t sk_pool_limit = 0; /* set by the settings at import */
 static PyObject *sk_handler_capsule = NULL;
 
 #if SK_HAVE_THREADS
-static pthread_mutex_t sk_mem_mu = PTHREAD_MUTEX_INITIALIZER;
-#define SK_MEM_LOCK() pthread_mutex_lock(&sk_mem_mu)
-#define SK_MEM_UNLOCK() pthread_mutex_unlock(&sk_mem_mu)
+static sk_mutex sk_mem_mu = SK_MUTEX_INIT;
+#define SK_MEM_LOCK() sk_mutex_lock(&sk_mem_mu)
+#define SK_MEM_UNLOCK() sk_mutex_unlock(&sk_mem_mu)
 #else
 #define SK_MEM_LOCK() ((void)0)
 #define SK_MEM_UNLOCK() ((void)0)
@@ -58,7 +58,7 @@ void
 sk_memory_atfork_child(void)
 {
 #if SK_HAVE_THREADS
-    pthread_mutex_init(&sk_mem_mu, NULL);
+    sk_mutex_init(&sk_mem_mu);
 #endif
 }
 

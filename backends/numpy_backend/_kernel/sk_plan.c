@@ -25,6 +25,7 @@
 /* Columns per tile of a transposed iteration (a few KiB of each operand per row). */
 #define SK_TILE_W 256
 
+#ifndef SK_STANDALONE /* the harness has no Python objects */
 int
 sk_parse_shape(PyObject *tuple, const char *what, int *nd, npy_intp *dims)
 {
@@ -112,6 +113,7 @@ mismatch:
                  "internal error: %s does not fit the output shape as the plan places it", name);
     return -1;
 }
+#endif /* !SK_STANDALONE */
 
 static inline npy_intp
 sk_abs(npy_intp x)

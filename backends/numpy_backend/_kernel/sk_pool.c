@@ -13,8 +13,10 @@
  *     every thread gets enough work to repay waking it. The same call always
  *     gets the same answer.
  *
- *  2. Room (Linux). The owner of the pool samples the machine's busy CPU time
- *     (/proc/stat; steal time counts as busy) at most every SK_ROOM_PERIOD
+ *  2. Room. The owner of the pool samples the machine's busy CPU time
+ *     (sk_os_busy_seconds: /proc/stat on Linux, where steal time counts as
+ *     busy; GetSystemTimes on Windows; host_statistics on macOS; elsewhere
+ *     the guard is off) at most every SK_ROOM_PERIOD
  *     seconds, subtracts this process's own CPU time, and smooths the result
  *     (EWMA, weight SK_ROOM_ALPHA): the cores other processes keep busy. The
  *     threads allowed move with hysteresis around the free cores: one fewer
@@ -40,8 +42,6 @@
  * threads because of them is counted (guarded_calls, cold_calls).
  */
 #include "sk_kernel.h"
-
-#include <time.h>
 
 /* Bytes a float32 element with a bool cond moves (the unit of the threshold). */
 #define SK_REF_BPE 13
@@ -73,8 +73,7 @@ npy_intp sk_parallel_min = SK_DEFAULT_PARALLEL_MIN;
 int sk_num_threads = 1;
 unsigned long long sk_calls = 0, sk_threaded_calls = 0, sk_temp_calls = 0;
 static unsigned long long sk_guarded_calls = 0, sk_cold_calls = 0;
-static double sk_last_end = -1.0; /* when the last job of parallel size ended (pool owner) */
-static long sk_worker_spin_ns = SK_WORKER_SPIN_NS, sk_caller_spin_ns = SK_CALLER_SPIN_NS;
+static npy_intp sk_worker_spin_ns = SK_WORKER_SPIN_NS, sk_caller_spin_ns = SK_CALLER_SPIN_NS;
 static int sk_load_guard = 1;
 /* Diagnostics (pool owner only): seconds the caller worked, and the runs' wall time. */
 static double sk_worked_s = 0.0, sk_wall_s = 0.0;
@@ -120,11 +119,9 @@ sk_chunk_for(const sk_job *J, int parts)
 
 #if SK_HAVE_THREADS
 
-#include <fcntl.h>
-#include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
+
+static double sk_last_end = -1.0; /* when the last job of parallel size ended (pool owner) */
 
 /*
  * One job at a time (the `busy` lock; a second concurrent caller runs its job
@@ -135,12 +132,12 @@ sk_chunk_for(const sk_job *J, int parts)
  * workers inside it.
  */
 typedef struct {
-    pthread_mutex_t mu;
-    pthread_cond_t work_cv;
-    pthread_cond_t done_cv;
-    pthread_mutex_t busy;      /* held by the thread that owns the pool for one job */
+    sk_mutex mu;
+    sk_cond work_cv;
+    sk_cond done_cv;
+    sk_mutex busy;             /* held by the thread that owns the pool for one job */
     int nworkers;              /* worker threads started */
-    unsigned long generation;  /* bumped for every job (and to stop the workers) */
+    npy_intp generation;       /* bumped for every job (and to stop the workers) */
     const sk_job *job;         /* the open job, or NULL */
     int nparts;                /* workers with id < nparts may join it */
     npy_intp chunk;
@@ -148,17 +145,16 @@ typedef struct {
     int active;                /* workers inside the open job */
     int quit;                  /* set by sk_pool_shutdown: workers exit */
     int spinning;              /* workers busy-waiting for the next job (atomic) */
-    pthread_t tids[SK_MAX_THREADS];
+    sk_thread tids[SK_MAX_THREADS];
 } sk_pool_t;
 
 static sk_pool_t sk_pool = {
-    PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
-    PTHREAD_MUTEX_INITIALIZER, 0, 0, NULL, 0, 0, 0, 0, 0, 0, {0},
+    SK_MUTEX_INIT, SK_COND_INIT, SK_COND_INIT, SK_MUTEX_INIT, 0, 0, NULL, 0, 0, 0, 0, 0, 0, {0},
 };
 
 typedef struct {
     int id;                    /* 1 .. nworkers (the caller is part 0) */
-    unsigned long seen;        /* the generation when the worker was started */
+    npy_intp seen;             /* the generation when the worker was started */
 } sk_worker_arg;
 
 /* The room on the machine (pool owner only, but for the relaxed reads of `allowed`). */
@@ -168,34 +164,14 @@ static struct {
     double busy, self;         /* machine busy and own CPU seconds at the last sample */
     double others;             /* EWMA of the cores busy with other processes */
     int allowed;               /* threads allowed now (the hysteresis state) */
-    int ncpu;                  /* CPUs /proc/stat covers */
+    int ncpu;                  /* CPUs online */
     unsigned long long samples, changes;
 } sk_room = {-1, 0, 0, 0, 0, SK_MAX_THREADS, 1, 0, 0};
 
-static inline void
-sk_cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
-/* Seconds on `clock`: CLOCK_MONOTONIC for time, CLOCK_PROCESS_CPUTIME_ID for this
- * process's CPU time (what the room guard subtracts from the machine's). */
-static double
-sk_clock(clockid_t clock)
-{
-    struct timespec ts;
-    clock_gettime(clock, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static double
+static inline double
 sk_now(void)
 {
-    return sk_clock(CLOCK_MONOTONIC);
+    return sk_os_now();
 }
 
 /* Claim and run chunks of a job until none is left; returns the elements it ran. */
@@ -204,7 +180,7 @@ sk_drain(const sk_job *J, npy_intp chunk)
 {
     npy_intp done = 0;
     for (;;) {
-        const npy_intp start = __atomic_fetch_add(&sk_pool.next, chunk, __ATOMIC_RELAXED);
+        const npy_intp start = sk_atomic_fetch_add_intp(&sk_pool.next, chunk);
         if (start >= J->total) {
             return done;
         }
@@ -214,126 +190,77 @@ sk_drain(const sk_job *J, npy_intp chunk)
     }
 }
 
-static void *
+static void
 sk_worker(void *arg_)
 {
     const int id = ((sk_worker_arg *)arg_)->id;
     /* Jobs posted after this worker was started (possibly before it runs) are its own. */
-    unsigned long seen = ((sk_worker_arg *)arg_)->seen;
+    npy_intp seen = ((sk_worker_arg *)arg_)->seen;
     free(arg_);
-    pthread_mutex_lock(&sk_pool.mu);
+    sk_mutex_lock(&sk_pool.mu);
     for (;;) {
         const double spin = 1e-9 * (double)SK_LOAD(sk_worker_spin_ns);
         if (sk_pool.generation == seen && spin > 0 && SK_LOAD(sk_room.allowed) > 1) {
-            pthread_mutex_unlock(&sk_pool.mu);
-            __atomic_add_fetch(&sk_pool.spinning, 1, __ATOMIC_RELAXED);
+            sk_mutex_unlock(&sk_pool.mu);
+            sk_atomic_add_int(&sk_pool.spinning, 1);
             const double until = sk_now() + spin;
-            for (unsigned i = 1; __atomic_load_n(&sk_pool.generation, __ATOMIC_ACQUIRE) == seen;
+            for (unsigned i = 1; sk_atomic_load_intp_acquire(&sk_pool.generation) == seen;
                  i++) {
                 sk_cpu_relax();
                 if ((i & 255) == 0 && sk_now() > until) {
                     break;
                 }
             }
-            __atomic_sub_fetch(&sk_pool.spinning, 1, __ATOMIC_RELAXED);
-            pthread_mutex_lock(&sk_pool.mu);
+            sk_atomic_add_int(&sk_pool.spinning, -1);
+            sk_mutex_lock(&sk_pool.mu);
         }
         while (sk_pool.generation == seen) {
-            pthread_cond_wait(&sk_pool.work_cv, &sk_pool.mu);
+            sk_cond_wait(&sk_pool.work_cv, &sk_pool.mu);
         }
         seen = sk_pool.generation;
         if (sk_pool.quit) {
-            pthread_mutex_unlock(&sk_pool.mu);
-            return NULL;
+            sk_mutex_unlock(&sk_pool.mu);
+            return;
         }
         if (sk_pool.job == NULL || id >= sk_pool.nparts) {
             continue; /* closed already, or not needed */
         }
         const sk_job *job = sk_pool.job;
         const npy_intp chunk = sk_pool.chunk;
-        __atomic_add_fetch(&sk_pool.active, 1, __ATOMIC_RELAXED);
-        pthread_mutex_unlock(&sk_pool.mu);
+        sk_atomic_add_int(&sk_pool.active, 1);
+        sk_mutex_unlock(&sk_pool.mu);
 
         sk_drain(job, chunk);
 
-        pthread_mutex_lock(&sk_pool.mu);
-        if (__atomic_sub_fetch(&sk_pool.active, 1, __ATOMIC_RELEASE) == 0) {
-            pthread_cond_signal(&sk_pool.done_cv);
+        sk_mutex_lock(&sk_pool.mu);
+        if (sk_atomic_add_int_release(&sk_pool.active, -1) == 0) {
+            sk_cond_signal(&sk_pool.done_cv);
         }
     }
 }
 
 /*
  * Start workers until there are `want`; returns how many exist. Called with mu
- * held. Workers block every signal a fault does not raise in the faulting
- * thread: asynchronous signals (SIGINT, SIGTERM, SIGCHLD, a SIGUSR1 some
- * thread waits for with sigwait, ...) then always reach a thread of the
- * program, never a worker, where Python's handler would only set a flag for
- * the main thread, or the default action would end the process. The mask is
- * set before pthread_create, so no signal can land in between.
+ * held. (sk_thread_start keeps asynchronous signals away from the workers.)
  */
 static int
 sk_pool_grow(int want)
 {
-    sigset_t block, saved;
-    if (sk_pool.nworkers >= want) {
-        return sk_pool.nworkers;
-    }
-    sigfillset(&block);
-    sigdelset(&block, SIGSEGV);
-    sigdelset(&block, SIGBUS);
-    sigdelset(&block, SIGFPE);
-    sigdelset(&block, SIGILL);
-    sigdelset(&block, SIGTRAP);
-    sigdelset(&block, SIGABRT);
-    sigdelset(&block, SIGSYS);
-    pthread_sigmask(SIG_BLOCK, &block, &saved);
     while (sk_pool.nworkers < want) {
-        pthread_t tid;
         sk_worker_arg *arg = (sk_worker_arg *)malloc(sizeof(sk_worker_arg));
         if (arg == NULL) {
             break;
         }
         arg->id = sk_pool.nworkers + 1;
         arg->seen = sk_pool.generation;
-        if (pthread_create(&tid, NULL, sk_worker, arg) != 0) { /* joinable: shutdown joins */
+        /* joinable: shutdown joins */
+        if (sk_thread_start(&sk_pool.tids[sk_pool.nworkers], sk_worker, arg) != 0) {
             free(arg);
             break;
         }
-        sk_pool.tids[sk_pool.nworkers++] = tid;
+        sk_pool.nworkers++;
     }
-    pthread_sigmask(SIG_SETMASK, &saved, NULL);
     return sk_pool.nworkers;
-}
-
-/* The machine's busy CPU seconds (every CPU; everything but idle and iowait). */
-static int
-sk_read_busy(double *busy)
-{
-    static long hz = 0;
-    char buf[512];
-    unsigned long long v[8] = {0};
-    const int fd = open("/proc/stat", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        return -1;
-    }
-    const ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0) {
-        return -1;
-    }
-    buf[n] = 0;
-    /* user nice system idle iowait irq softirq steal (guest time is inside user) */
-    if (sscanf(buf, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
-               &v[4], &v[5], &v[6], &v[7]) < 7) {
-        return -1;
-    }
-    if (hz == 0) {
-        hz = sysconf(_SC_CLK_TCK);
-        hz = hz > 0 ? hz : 100;
-    }
-    *busy = (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double)hz;
-    return 0;
 }
 
 /* Threads the machine has room for now, at most `want` (pool owner only). */
@@ -346,17 +273,16 @@ sk_room_for(int want)
     }
     const double now = sk_now();
     if (sk_room.ok < 0) {
-        sk_room.ok = sk_read_busy(&busy) == 0;
+        sk_room.ok = sk_os_busy_seconds(&busy) == 0;
         if (sk_room.ok) {
-            const long n = sysconf(_SC_NPROCESSORS_ONLN);
-            sk_room.ncpu = n > 0 ? (int)n : 1;
+            sk_room.ncpu = sk_os_ncpu();
             sk_room.t = now;
             sk_room.busy = busy;
-            sk_room.self = sk_clock(CLOCK_PROCESS_CPUTIME_ID);
+            sk_room.self = sk_os_cpu_seconds();
         }
     }
-    if (sk_room.ok && now - sk_room.t >= SK_ROOM_PERIOD && sk_read_busy(&busy) == 0) {
-        const double self = sk_clock(CLOCK_PROCESS_CPUTIME_ID);
+    if (sk_room.ok && now - sk_room.t >= SK_ROOM_PERIOD && sk_os_busy_seconds(&busy) == 0) {
+        const double self = sk_os_cpu_seconds();
         double others = ((busy - sk_room.busy) - (self - sk_room.self)) / (now - sk_room.t);
         others = others < 0 ? 0 : others;
         sk_room.others = sk_room.samples == 0 ? others
@@ -387,72 +313,72 @@ sk_room_for(int want)
 static int
 sk_run_parallel(const sk_job *J, int parts)
 {
-    if (pthread_mutex_trylock(&sk_pool.busy) != 0) {
+    if (!sk_mutex_trylock(&sk_pool.busy)) {
         return 0; /* another thread owns the pool: run this job on the calling thread */
     }
     const int room = sk_room_for(parts);
     if (room < parts) {
-        __atomic_add_fetch(&sk_guarded_calls, 1, __ATOMIC_RELAXED);
+        sk_atomic_inc_u64(&sk_guarded_calls);
         parts = room;
     }
     const double t_call = sk_now();
-    const int in_loop = __atomic_load_n(&sk_pool.spinning, __ATOMIC_RELAXED) > 0 ||
+    const int in_loop = sk_atomic_load_int(&sk_pool.spinning) > 0 ||
                         (sk_last_end >= 0 &&
                          t_call - sk_last_end < 1e-9 * (double)SK_LOAD(sk_worker_spin_ns));
     if (parts >= 2 && !in_loop &&
         (double)J->total * (double)J->bpe <
             (double)SK_LOAD(sk_parallel_min) * SK_REF_BPE * SK_COLD_FACTOR) {
-        __atomic_add_fetch(&sk_cold_calls, 1, __ATOMIC_RELAXED);
+        sk_atomic_inc_u64(&sk_cold_calls);
         parts = 1;
     }
     if (parts < 2) {
-        pthread_mutex_unlock(&sk_pool.busy);
+        sk_mutex_unlock(&sk_pool.busy);
         return 0; /* the caller runs it, then sk_pool_job_done() */
     }
-    pthread_mutex_lock(&sk_pool.mu);
+    sk_mutex_lock(&sk_pool.mu);
     const int have = sk_pool_grow(parts - 1);
     parts = have + 1 < parts ? have + 1 : parts;
     if (parts < 2) {
-        pthread_mutex_unlock(&sk_pool.mu);
-        pthread_mutex_unlock(&sk_pool.busy);
+        sk_mutex_unlock(&sk_pool.mu);
+        sk_mutex_unlock(&sk_pool.busy);
         return 0;
     }
     const npy_intp chunk = sk_chunk_for(J, parts);
     sk_pool.job = J;
     sk_pool.nparts = parts;
     sk_pool.chunk = chunk;
-    __atomic_store_n(&sk_pool.next, 0, __ATOMIC_RELAXED);
+    sk_atomic_store_intp(&sk_pool.next, 0);
     sk_pool.active = 0;
     const double t_start = sk_now();
-    __atomic_add_fetch(&sk_pool.generation, 1, __ATOMIC_RELEASE); /* read by spinning workers */
-    pthread_cond_broadcast(&sk_pool.work_cv);
-    pthread_mutex_unlock(&sk_pool.mu);
+    sk_atomic_add_intp_release(&sk_pool.generation, 1); /* read by spinning workers */
+    sk_cond_broadcast(&sk_pool.work_cv);
+    sk_mutex_unlock(&sk_pool.mu);
 
     const double t0 = sk_now();
     sk_drain(J, chunk);
     const double t1 = sk_now();
 
-    pthread_mutex_lock(&sk_pool.mu);
+    sk_mutex_lock(&sk_pool.mu);
     sk_pool.job = NULL; /* closed: workers that wake up now skip it */
     if (sk_pool.active > 0) {
-        pthread_mutex_unlock(&sk_pool.mu);
+        sk_mutex_unlock(&sk_pool.mu);
         const double until = t1 + 1e-9 * (double)SK_LOAD(sk_caller_spin_ns);
-        for (unsigned i = 1; __atomic_load_n(&sk_pool.active, __ATOMIC_ACQUIRE) > 0; i++) {
+        for (unsigned i = 1; sk_atomic_load_int_acquire(&sk_pool.active) > 0; i++) {
             sk_cpu_relax();
             if ((i & 255) == 0 && sk_now() > until) {
                 break;
             }
         }
-        pthread_mutex_lock(&sk_pool.mu);
+        sk_mutex_lock(&sk_pool.mu);
         while (sk_pool.active > 0) {
-            pthread_cond_wait(&sk_pool.done_cv, &sk_pool.mu);
+            sk_cond_wait(&sk_pool.done_cv, &sk_pool.mu);
         }
     }
-    pthread_mutex_unlock(&sk_pool.mu);
+    sk_mutex_unlock(&sk_pool.mu);
     sk_last_end = sk_now();
     sk_worked_s += t1 - t0;
     sk_wall_s += sk_last_end - t_start;
-    pthread_mutex_unlock(&sk_pool.busy);
+    sk_mutex_unlock(&sk_pool.busy);
     return 1;
 }
 
@@ -460,9 +386,9 @@ sk_run_parallel(const sk_job *J, int parts)
 static void
 sk_pool_job_done(void)
 {
-    if (pthread_mutex_trylock(&sk_pool.busy) == 0) {
+    if (sk_mutex_trylock(&sk_pool.busy)) {
         sk_last_end = sk_now();
-        pthread_mutex_unlock(&sk_pool.busy);
+        sk_mutex_unlock(&sk_pool.busy);
     }
 }
 
@@ -475,22 +401,22 @@ sk_pool_job_done(void)
 void
 sk_pool_shutdown(void)
 {
-    pthread_mutex_lock(&sk_pool.busy);
-    pthread_mutex_lock(&sk_pool.mu);
+    sk_mutex_lock(&sk_pool.busy);
+    sk_mutex_lock(&sk_pool.mu);
     const int n = sk_pool.nworkers;
     sk_pool.quit = 1;
     sk_pool.job = NULL;
-    __atomic_add_fetch(&sk_pool.generation, 1, __ATOMIC_RELEASE);
-    pthread_cond_broadcast(&sk_pool.work_cv);
-    pthread_mutex_unlock(&sk_pool.mu);
+    sk_atomic_add_intp_release(&sk_pool.generation, 1);
+    sk_cond_broadcast(&sk_pool.work_cv);
+    sk_mutex_unlock(&sk_pool.mu);
     for (int i = 0; i < n; i++) {
-        pthread_join(sk_pool.tids[i], NULL);
+        sk_thread_join(sk_pool.tids[i]);
     }
-    pthread_mutex_lock(&sk_pool.mu);
+    sk_mutex_lock(&sk_pool.mu);
     sk_pool.nworkers = 0;
     sk_pool.quit = 0;
-    pthread_mutex_unlock(&sk_pool.mu);
-    pthread_mutex_unlock(&sk_pool.busy);
+    sk_mutex_unlock(&sk_pool.mu);
+    sk_mutex_unlock(&sk_pool.busy);
 }
 
 /*
@@ -502,10 +428,10 @@ sk_pool_shutdown(void)
 void
 sk_pool_atfork_child(void)
 {
-    pthread_mutex_init(&sk_pool.mu, NULL);
-    pthread_mutex_init(&sk_pool.busy, NULL);
-    pthread_cond_init(&sk_pool.work_cv, NULL);
-    pthread_cond_init(&sk_pool.done_cv, NULL);
+    sk_mutex_init(&sk_pool.mu);
+    sk_mutex_init(&sk_pool.busy);
+    sk_cond_init(&sk_pool.work_cv);
+    sk_cond_init(&sk_pool.done_cv);
     sk_pool.nworkers = 0;
     sk_pool.job = NULL;
     sk_pool.nparts = 0;
@@ -588,6 +514,7 @@ sk_pool_configure(int load_guard, double worker_spin, double caller_spin)
 #endif
 }
 
+#ifndef SK_STANDALONE
 PyObject *
 sk_pool_stats(void)
 {
@@ -613,3 +540,4 @@ sk_pool_stats(void)
                          1e-9 * (double)sk_worker_spin_ns, "caller_spin_s",
                          1e-9 * (double)sk_caller_spin_ns);
 }
+#endif /* !SK_STANDALONE */

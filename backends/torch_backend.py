@@ -26,7 +26,8 @@ Each validated call takes one of two routes:
 
 Validation is the core's, on the general path and on the fast path
 (:class:`~arrayselect.plugin.SignatureCache`, keyed by shape, dtype, device and
-layout). Under ``torch.compile`` the fast path steps aside and the general path
+layout, with a check of the last two signatures in front of it: one C call per
+signature, see ``docs/torch.md``). Under ``torch.compile`` the fast path steps aside and the general path
 runs, which Dynamo traces without a graph break.
 """
 

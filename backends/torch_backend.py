@@ -27,8 +27,8 @@ Each validated call takes one of two routes:
 Validation is the core's, on the general path and on the fast path
 (:class:`~arrayselect.plugin.SignatureCache`, keyed by shape, dtype, device and
 layout, with a check of the last two signatures in front of it: one C call per
-signature, see ``docs/torch.md``). Under ``torch.compile`` the fast path steps aside and the general path
-runs, which Dynamo traces without a graph break.
+signature, see ``docs/torch.md``). Under ``torch.compile`` the fast path steps
+aside and the general path runs, which Dynamo traces without a graph break.
 """
 
 from __future__ import annotations
@@ -492,10 +492,13 @@ class TorchBackend(Backend):
         self._recent = recent  # for tests: what the check holds
 
         def remember(cond: Any, then: Any, else_: Any, ab: Any, axis: Any, cb: Any) -> None:
-            # Every 4th miss only: building a guard costs a few microseconds, which
-            # calls cycling through many signatures would pay on every call.
+            # On the 1st, 2nd, 4th, 8th... miss, and every 64th: looking the entry up
+            # and building a check cost about 5 us, which calls cycling through many
+            # signatures would otherwise pay on every call (calls that hit count
+            # no misses: a new signature waits for at most 64 of its calls).
             misses[0] += 1
-            if misses[0] & 3 != 1 or type(then) not in _ARRAY_TYPES:
+            m = misses[0]
+            if (m & (m - 1) and m & 63) or type(then) not in _ARRAY_TYPES:
                 return
             if type(else_) not in _ARRAY_TYPES:
                 return

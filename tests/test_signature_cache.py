@@ -44,8 +44,14 @@ class _TracingBackend(NumpyBackend):
         return self.cache.fast_path()
 
 
-@pytest.fixture
-def traced() -> Iterator[tuple[_TracingBackend, SignatureCache]]:
+@pytest.fixture(params=["compiled", "python"])
+def traced(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[_TracingBackend, SignatureCache]]:
+    if request.param == "python":  # the hit path of a build without _fastcall
+        from arrayselect import _fastcall_py, _fastpath
+
+        monkeypatch.setattr(_fastpath, "SignatureCall", _fastcall_py.SignatureCall)
     backend = _TracingBackend()
     register_backend("numpy", lambda xp: backend)
     try:

@@ -410,6 +410,12 @@ def _outcome(fn: Any, *args: Any) -> Any:
     return ("ok", r.dtype, tuple(r.shape), r.device, r.requires_grad, bits)
 
 
+def _nested() -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "nested tensors are a prototype"
+        return torch.nested.nested_tensor([torch.zeros(3), torch.zeros(3)])
+
+
 def _recent_check_cases() -> list[tuple[Any, ...]]:
     """Calls (cond, then, else, auto_broadcast, axis, cond_broadcast) that differ in
     exactly one thing a cached signature must tell apart."""
@@ -432,6 +438,8 @@ def _recent_check_cases() -> list[tuple[Any, ...]]:
         (c.to("meta"), torch.tensor(1.0), m, *plain),  # a 0-d CPU tensor with meta ones
         (c, a.to("meta"), b, *plain),  # devices mixed: an error
         (c, a.to_sparse(), b, *plain),  # layout: an error
+        (c, a, _nested(), *plain),  # a nested tensor (its strides cannot be read): an error
+        (_nested(), a, b, *plain),
         (c, a[:1], b, *plain),  # shape: broadcast
         (c, a, b, "none", -1, "unidirectional"),  # options
         (c, a[:1], b, "none", -1, "unidirectional"),  # options: an error

@@ -507,19 +507,13 @@ class TorchBackend(Backend):
                 check = _guard(guards, cond, then, else_).check
                 recent[1], recent[0] = recent[0], (ab, axis, cb, check, found[1])
 
-        def fast(
-            cond: Any,
-            then: Any,
-            else_: Any,
-            ab: Any,
-            axis: Any,
-            cb: Any,
-            out: Any,
-            dynamo: Callable[[], bool] = _is_dynamo_compiling,
-        ) -> Any:
-            # Dynamo reads dynamo() as a constant True and traces none of this; the
-            # checks are C.
-            if out is None and not dynamo():
+        def fast(cond: Any, then: Any, else_: Any, ab: Any, axis: Any, cb: Any, out: Any) -> Any:
+            # Under torch.compile the general path runs (Dynamo traces it, reading
+            # this as a constant True); the checks and the cached path are C, which
+            # Dynamo cannot follow.
+            if _is_dynamo_compiling():
+                return NotImplemented
+            if out is None:
                 try:
                     # TensorGuards reads the strides of every tensor it is given, and
                     # a nested tensor's abort the process (a C++ error it does not
@@ -534,9 +528,7 @@ class TorchBackend(Backend):
                     a, x, c, check, run = recent[1]
                     if ab is a and axis is x and cb is c and check(cond, then, else_):
                         return run(cond, then, else_)
-            # Under torch.compile the general path runs (Dynamo traces it); the
-            # cached path is C, which Dynamo cannot follow.
-            if _is_compiling():
+            if _is_compiling():  # exporting (non-strict): the general path too
                 return NotImplemented
             result = cached(cond, then, else_, ab, axis, cb, out)
             if guards is not None and out is None and result is not NotImplemented:

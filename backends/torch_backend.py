@@ -513,13 +513,13 @@ class TorchBackend(Backend):
             # Dynamo cannot follow.
             if _is_dynamo_compiling():
                 return NotImplemented
-            if out is None:
+            if out is None and guards is not None:
                 try:
                     # TensorGuards reads the strides of every tensor it is given, and
                     # a nested tensor's abort the process (a C++ error it does not
                     # catch): those never reach it.
                     plain = not (cond.is_nested or then.is_nested or else_.is_nested)
-                except AttributeError:  # a Python scalar, say: the cache serves it
+                except Exception:  # a Python scalar, a subclass's own answer: the cache
                     plain = False
                 if plain:
                     a, x, c, check, run = recent[0]

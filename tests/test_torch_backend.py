@@ -410,6 +410,12 @@ def _outcome(fn: Any, *args: Any) -> Any:
     return ("ok", r.dtype, tuple(r.shape), r.device, r.requires_grad, bits)
 
 
+class _Refusing(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        raise RuntimeError(f"_Refusing refuses {func}")
+
+
 def _nested() -> Any:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "nested tensors are a prototype"
@@ -439,6 +445,7 @@ def _recent_check_cases() -> list[tuple[Any, ...]]:
         (c, a.to("meta"), b, *plain),  # devices mixed: an error
         (c, a.to_sparse(), b, *plain),  # layout: an error
         (c, a, _nested(), *plain),  # a nested tensor (its strides cannot be read): an error
+        (c, a, b.as_subclass(_Refusing), *plain),  # a subclass that refuses every function
         (_nested(), a, b, *plain),
         (c, a[:1], b, *plain),  # shape: broadcast
         (c, a, b, "none", -1, "unidirectional"),  # options

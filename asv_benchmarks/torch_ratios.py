@@ -16,7 +16,10 @@ Targets (issue 21):
     select, then 5 of torch.where, over and over; each side's time per call)
   * under torch.compile at 10^3: select <= 1.05x torch.where compiled the same way
 
-Rows without a target: 10^7 elements; the kernel alone on the tensors' memory (NumPy
+Rows without a target: the eager rows again with the fast path's recent-call check
+off (the signature cache alone, as in a torch where Dynamo's TensorGuards is not
+verified); calls cycling through 2 and through 5 signatures (1 to 5 elements; the
+check holds the last 2); 10^7 elements; the kernel alone on the tensors' memory (NumPy
 views, no validation, no backend), the most the eager path can reach; torch.compile
 at 10^6.
 """
@@ -32,6 +35,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from arrayselect.backends import torch_backend
 from arrayselect.backends.numpy_backend.kernel import kernel_select
 
 import arrayselect as asel
@@ -96,6 +100,41 @@ def _where(c: Any, a: Any, b: Any) -> Any:
     return torch.where(c, a * 2, b) + 1
 
 
+def _without_recent_calls(xp: Any) -> Any:
+    backend = torch_backend.TorchBackend()
+    backend.recent_calls = False
+    return backend
+
+
+def _signature_rows(repeats: int) -> list[tuple[str, float, float, str]]:
+    """Per-call rows of the fast path's recent-call check: off, and over many signatures."""
+    rows = []
+    asel.register_backend("torch", _without_recent_calls)
+    try:
+        for n in (1, 100, 1000):
+            c, a, b = _inputs(n)
+            ours, peer = _interleaved(
+                functools.partial(asel.select, c, a, b),
+                functools.partial(torch.where, c, a, b),
+                repeats,
+            )
+            rows.append((f"{n:>8} elements, cache only", ours, peer, "info"))
+    finally:
+        asel.register_backend("torch", None)
+    for count in (2, 5):
+        calls = [_inputs(n) for n in range(1, count + 1)]
+
+        def cycle(fn: Callable[..., Any], calls: list[Any] = calls) -> None:
+            for call in calls:
+                fn(*call)
+
+        ours, peer = _interleaved(
+            functools.partial(cycle, asel.select), functools.partial(cycle, torch.where), repeats
+        )
+        rows.append((f"{count} signatures in turn, x{count}", ours, peer, "info"))
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=21)
@@ -135,6 +174,7 @@ def main() -> None:
                 args.repeats,
             )
             rows.append((" the kernel alone, no backend", ours, peer, "info"))
+    rows += _signature_rows(args.repeats)
     for n, target in ((10**3, "<= 1.05x"), (10**6, "info")):
         c, a, b = _inputs(n)
         compiled_ours = torch.compile(_select, fullgraph=True)
@@ -149,7 +189,7 @@ def main() -> None:
     for label, ours, peer, target in rows:
         ratio = (
             f"select = {ours / peer:.2f}x torch.where"
-            if target.startswith("<=") or "compile" in label
+            if target.startswith("<=") or "compile" in label or peer < 1e-4
             else f"{peer / ours:.2f}x faster"
         )
         print(f"{label:30} {ours * 1e6:9.2f}us {peer * 1e6:10.2f}us  {ratio} (target {target})")

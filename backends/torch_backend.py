@@ -26,8 +26,9 @@ Each validated call takes one of two routes:
 
 Validation is the core's, on the general path and on the fast path
 (:class:`~arrayselect.plugin.SignatureCache`, keyed by shape, dtype, device and
-layout). Under ``torch.compile`` the fast path steps aside and the general path
-runs, which Dynamo traces without a graph break.
+layout, with a check of the last two signatures in front of it: one C call per
+signature, see ``docs/torch.md``). Under ``torch.compile`` the fast path steps
+aside and the general path runs, which Dynamo traces without a graph break.
 """
 
 from __future__ import annotations
@@ -113,6 +114,9 @@ _ARRAY_TYPES: tuple[type, ...] = (torch.Tensor, torch.nn.Parameter)
 # Typed handles on torch internals that tell whether PyTorch is watching.
 _C: Any = torch._C
 _is_compiling: Callable[[], bool] = torch.compiler.is_compiling
+# What Dynamo answers True for while it traces (a constant to it) and eager code
+# answers False for in one Python call: the test in front of the recent-call check.
+_is_dynamo_compiling: Callable[[], bool] = torch.compiler.is_dynamo_compiling
 
 
 def unsupported_layout(x: Any) -> tuple[str, str] | None:
@@ -127,6 +131,110 @@ def unsupported_layout(x: Any) -> tuple[str, str] | None:
     if x.is_nested:
         return "a nested tensor", "convert it with x.to_padded_tensor(0)"
     return None
+
+
+#: Torch versions (major.minor) on which the recent-call check may use Dynamo's
+#: ``TensorGuards``; on any other it is not used, whatever the probes say.
+GUARDS_VERIFIED_ON = ("2.13",)
+
+
+def _probe_tensors() -> list[Any]:
+    """Tensors that differ from one another in exactly what a signature must tell
+    apart: every dtype, the CPU and meta devices, 0-d, views with other strides or
+    offsets, conjugate and negative views, requires_grad, a Parameter, a sparse tensor.
+    """
+    probes: list[Any] = []
+    for dtype in _KINDS:
+        if dtype == torch.complex32:  # "experimental": creating one warns
+            continue
+        for device in ("cpu", "meta"):
+            probes.append(torch.zeros((2, 3), dtype=dtype, device=device))
+    base = torch.zeros((2, 3))
+    probes += [
+        torch.zeros(()),
+        torch.zeros((1,)),
+        torch.zeros((3, 2)),
+        torch.zeros((6,)),
+        base.t(),
+        base[:, :2],
+        base[:, 1:],
+        base[0],
+        base.expand(2, 2, 3),
+        torch.zeros((2, 3), requires_grad=True),
+        torch.nn.Parameter(torch.zeros((2, 3))),
+        torch.zeros((2, 3), dtype=torch.complex64).conj(),
+        torch.zeros((2, 3))._neg_view(),
+        torch.zeros((2, 3)).to_sparse(),
+        torch.zeros((), device="meta"),
+    ]
+    if torch.backends.mkldnn.is_available():  # type: ignore[no-untyped-call]
+        probes.append(torch.zeros((2, 3)).to_mkldnn())
+    return probes
+
+
+def _same_signature(x: Any, y: Any) -> bool:
+    """What the recent-call check must answer, from torch's Python attributes."""
+    if type(x) is not type(y) or x.layout != y.layout:
+        return False
+    strided = x.layout == torch.strided
+    return bool(
+        x.shape == y.shape
+        and x.dtype == y.dtype
+        and x.device == y.device
+        and x.requires_grad == y.requires_grad
+        and x.is_conj() == y.is_conj()
+        and x.is_neg() == y.is_neg()
+        and (not strided or x.stride() == y.stride())
+    )
+
+
+def _guard(guards: Any, *tensors: Any) -> Any:
+    """A ``guards`` (``TensorGuards``) with every size and stride of ``tensors`` static."""
+    return guards(
+        *tensors,
+        dynamic_dims_sizes=[list(t.shape) for t in tensors],
+        dynamic_dims_strides=[list(t.stride()) for t in tensors],
+    )
+
+
+def _load_tensor_guards() -> tuple[Any, str | None]:
+    """Dynamo's ``TensorGuards`` (one C call reads type, dispatch keys (device type,
+    layout, conjugate/negative bits), dtype, device index, requires_grad, sizes and
+    strides of several tensors), or ``None`` and why it is not used.
+
+    It is private to PyTorch, so it is used only on a torch version it was checked
+    on, and only if, on probe tensors, it answers exactly as torch's Python attributes
+    do for every pair (a cached signature then stands for what the core's key fixes).
+    """
+    version = ".".join(torch.__version__.split("+")[0].split(".")[:2])
+    if version not in GUARDS_VERIFIED_ON:
+        return None, f"torch {torch.__version__} is not one of {GUARDS_VERIFIED_ON}"
+    try:
+        from torch._C._dynamo.guards import TensorGuards
+
+        probes = _probe_tensors()
+        for x in probes:
+            guard = _guard(TensorGuards, x) if x.layout == torch.strided else None
+            for y in probes:
+                expected = _same_signature(x, y)
+                if guard is None:
+                    continue
+                if bool(guard.check(y)) != expected:
+                    return None, f"TensorGuards disagrees with torch on {x!r} and {y!r}"
+        # Three tensors, each checked against its own position (distinct objects:
+        # TensorGuards answers False when one object is passed twice).
+        a, b, c = probes[0], torch.nn.Parameter(torch.zeros(2)), probes[0].clone()
+        three = _guard(TensorGuards, a, b, c)
+        if not three.check(c, b, a) or three.check(b, a, c) or three.check(a, b, probes[1]):
+            return None, "TensorGuards misreads a call of three tensors"
+    except Exception as exc:  # any failure: the cache alone, as without it
+        return None, f"{type(exc).__name__}: {exc}"
+    return TensorGuards, None
+
+
+#: Dynamo's TensorGuards when verified (see :func:`_load_tensor_guards`), else
+#: ``None``; and why not.
+TENSOR_GUARDS, TENSOR_GUARDS_MISSING = _load_tensor_guards()
 
 
 def _torch_is_watching() -> bool:
@@ -201,6 +309,10 @@ class TorchBackend(Backend):
 
     def __init__(self) -> None:
         self.kernel_min_size = KERNEL_MIN_SIZE if KERNEL_MISSING is None else sys.maxsize
+        #: Whether the fast path checks the last signatures first with one C call
+        #: (Dynamo's TensorGuards, where :data:`TENSOR_GUARDS` has it), read when
+        #: the fast path is made.
+        self.recent_calls = TENSOR_GUARDS is not None
         self._fast = SignatureCache(
             self, _ARRAY_TYPES, None, prepare=self._prepare, devices_in_signature=True
         )
@@ -366,13 +478,62 @@ class TorchBackend(Backend):
 
     def fast_path(self) -> FastPath:
         cached = self._fast.fast_path().call
+        lookup = self._fast.lookup
+        guards = TENSOR_GUARDS if self.recent_calls else None
+        # The recent-call check: the last two signatures of calls on three tensors
+        # without out, each (auto_broadcast, axis, cond_broadcast, TensorGuards.check,
+        # what the cache runs for it). One C call reads what the cache's key reads
+        # (and strides and requires_grad, which only make it miss more often), so a
+        # hit runs what the cache would have run, without building the cache's key.
+        never = object()  # no call's option is this object: an empty slot never matches
+        # recent[0]: the last signature, recent[1]: the one before
+        recent: list[tuple[Any, Any, Any, Any, Any]] = [(never, never, never, None, None)] * 2
+        misses = [0]
+        self._recent = recent  # for tests: what the check holds
+
+        def remember(cond: Any, then: Any, else_: Any, ab: Any, axis: Any, cb: Any) -> None:
+            # On the 1st, 2nd, 4th, 8th... miss, and every 64th: looking the entry up
+            # and building a check cost about 5 us, which calls cycling through many
+            # signatures would otherwise pay on every call (calls that hit count
+            # no misses: a new signature waits for at most 64 of its calls).
+            misses[0] += 1
+            m = misses[0]
+            if (m & (m - 1) and m & 63) or type(then) not in _ARRAY_TYPES:
+                return
+            if type(else_) not in _ARRAY_TYPES:
+                return
+            found = lookup(cond, then, else_, ab, axis, cb, None)
+            if found is not None and found[0].then_range is None is found[0].else_range:
+                check = _guard(guards, cond, then, else_).check
+                recent[1], recent[0] = recent[0], (ab, axis, cb, check, found[1])
 
         def fast(cond: Any, then: Any, else_: Any, ab: Any, axis: Any, cb: Any, out: Any) -> Any:
-            # Under torch.compile the general path runs (Dynamo traces it); the
-            # cached path is C, which Dynamo cannot follow.
-            if _is_compiling():
+            # Under torch.compile the general path runs (Dynamo traces it, reading
+            # this as a constant True); the checks and the cached path are C, which
+            # Dynamo cannot follow.
+            if _is_dynamo_compiling():
                 return NotImplemented
-            return cached(cond, then, else_, ab, axis, cb, out)
+            if out is None and guards is not None:
+                try:
+                    # TensorGuards reads the strides of every tensor it is given, and
+                    # a nested tensor's abort the process (a C++ error it does not
+                    # catch): those never reach it.
+                    plain = not (cond.is_nested or then.is_nested or else_.is_nested)
+                except Exception:  # a Python scalar, a subclass's own answer: the cache
+                    plain = False
+                if plain:
+                    a, x, c, check, run = recent[0]
+                    if ab is a and axis is x and cb is c and check(cond, then, else_):
+                        return run(cond, then, else_)
+                    a, x, c, check, run = recent[1]
+                    if ab is a and axis is x and cb is c and check(cond, then, else_):
+                        return run(cond, then, else_)
+            if _is_compiling():  # exporting (non-strict): the general path too
+                return NotImplemented
+            result = cached(cond, then, else_, ab, axis, cb, out)
+            if guards is not None and out is None and result is not NotImplemented:
+                remember(cond, then, else_, ab, axis, cb)
+            return result
 
         return FastPath(_ARRAY_TYPES, fast)
 

@@ -44,8 +44,14 @@ class _TracingBackend(NumpyBackend):
         return self.cache.fast_path()
 
 
-@pytest.fixture
-def traced() -> Iterator[tuple[_TracingBackend, SignatureCache]]:
+@pytest.fixture(params=["compiled", "python"])
+def traced(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[_TracingBackend, SignatureCache]]:
+    if request.param == "python":  # the hit path of a build without _fastcall
+        from arrayselect import _fastcall_py, _fastpath
+
+        monkeypatch.setattr(_fastpath, "SignatureCall", _fastcall_py.SignatureCall)
     backend = _TracingBackend()
     register_backend("numpy", lambda xp: backend)
     try:
@@ -191,3 +197,21 @@ def test_cache_is_bounded(traced: tuple[_TracingBackend, SignatureCache]):
     assert len(fast) == 0
     with pytest.raises(ValueError):
         SignatureCache(NumpyBackend(), (np.ndarray,), lambda *a: None, maxsize=0)
+
+
+def test_lookup_finds_what_the_hit_path_cached(traced: tuple[_TracingBackend, SignatureCache]):
+    _, fast = traced
+    c, t = np.array([True, False]), np.arange(2.0)
+    args = (c, t, -1.0, "numpy", -1, "unidirectional", None)
+    assert fast.lookup(*args) is None  # not seen yet
+    fast(*args)  # a miss: validated, then cached by the compiled (or Python) hit path
+    found = fast.lookup(*args)
+    assert found is not None
+    decision, prepared = found
+    assert decision.plan.out_shape == (2,) and decision.dtype == np.float64
+    assert prepared is decision  # no prepare: run receives the decision itself
+    # the key fixes the signature: another dtype, shape or option is another entry
+    assert fast.lookup(c, t.astype(np.float32), -1.0, *args[3:]) is None
+    assert fast.lookup(c[:1], t[:1], -1.0, *args[3:]) is None
+    assert fast.lookup(c, t, -1.0, "none", -1, "unidirectional", None) is None
+    assert fast.lookup(c, t, [1.0], *args[3:]) is None  # not a call it serves

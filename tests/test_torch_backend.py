@@ -395,3 +395,121 @@ print(capped, chosen)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["0", "1"], done.stdout
+
+
+# -- the recent-call check of the fast path (Dynamo's TensorGuards, verified at import)
+
+
+def _outcome(fn: Any, *args: Any) -> Any:
+    """A call's result (dtype, shape, device, flags, bits) or its error (type, message)."""
+    try:
+        r = fn(*args)
+    except Exception as exc:
+        return (type(exc), str(exc))
+    bits = _bits(r.resolve_conj().resolve_neg()).tolist() if r.device.type == "cpu" else None
+    return ("ok", r.dtype, tuple(r.shape), r.device, r.requires_grad, bits)
+
+
+class _Refusing(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        raise RuntimeError(f"_Refusing refuses {func}")
+
+
+def _nested() -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "nested tensors are a prototype"
+        return torch.nested.nested_tensor([torch.zeros(3), torch.zeros(3)])
+
+
+def _recent_check_cases() -> list[tuple[Any, ...]]:
+    """Calls (cond, then, else, auto_broadcast, axis, cond_broadcast) that differ in
+    exactly one thing a cached signature must tell apart."""
+    c = torch.tensor([True, False, True])
+    a, b = torch.arange(3.0), torch.arange(3.0) + 10
+    m = torch.empty(3, device="meta")
+    grid = torch.arange(6.0).reshape(2, 3)
+    z = torch.tensor([1 + 2j, 3 - 1j, 0j], dtype=torch.complex64)
+    plain = ("numpy", -1, "unidirectional")
+    return [
+        (c, a, b, *plain),
+        (c, a.double(), b.double(), *plain),  # dtype
+        (c, a, b.double(), *plain),  # dtype mismatch: an error
+        (c.to(torch.uint8) * 2, a, b, *plain),  # integer cond
+        (c, grid.t()[:, 0], b, *plain),  # a view: same shape, other strides
+        (c, a.requires_grad_(False).clone().requires_grad_(), b, *plain),
+        (c, torch.nn.Parameter(a.clone()), b, *plain),
+        (c, z.conj(), z, *plain),  # a conjugate view
+        (c.to("meta"), m, m.clone(), *plain),  # device
+        (c.to("meta"), torch.tensor(1.0), m, *plain),  # a 0-d CPU tensor with meta ones
+        (c, a.to("meta"), b, *plain),  # devices mixed: an error
+        (c, a.to_sparse(), b, *plain),  # layout: an error
+        (c, a, _nested(), *plain),  # a nested tensor (its strides cannot be read): an error
+        (c, a, b.as_subclass(_Refusing), *plain),  # a subclass that refuses every function
+        (_nested(), a, b, *plain),
+        (c, a[:1], b, *plain),  # shape: broadcast
+        (c, a, b, "none", -1, "unidirectional"),  # options
+        (c, a[:1], b, "none", -1, "unidirectional"),  # options: an error
+        (c, a, b, "pdpd", 0, "unidirectional"),
+        (c, a, a, *plain),  # one object twice
+        (c, a, 2.5, *plain),  # a Python scalar
+        (c, a.to(torch.int8), 300, *plain),  # a scalar out of range
+    ]
+
+
+@pytest.mark.parametrize("recent_calls", [True, False], ids=["tensor-guards", "cache-only"])
+def test_recent_call_check_never_changes_an_answer(recent_calls: bool) -> None:
+    # The registered backend (what validation caches for); a fast path of its own.
+    backend = asel.backend_for(torch.tensor([True]), torch.zeros(1), torch.zeros(1))
+    if recent_calls and torch_backend.TENSOR_GUARDS is None:
+        pytest.skip(f"TensorGuards not used here: {torch_backend.TENSOR_GUARDS_MISSING}")
+    saved = backend.recent_calls
+    backend.recent_calls = recent_calls
+    try:
+        fast = backend.fast_path().call
+    finally:
+        backend.recent_calls = saved
+
+    def through_fast(c: Any, t: Any, e: Any, ab: str, axis: int, cb: str) -> Any:
+        result = fast(c, t, e, ab, axis, cb, None)
+        if result is NotImplemented:
+            return _general(c, t, e, ab, axis, cb)
+        return result
+
+    cases = _recent_check_cases()
+    for _ in range(2):  # each signature many times, right after every other one
+        for args in cases:
+            for _ in range(5):
+                assert _outcome(through_fast, *args) == _outcome(_general, *args), args
+    held = [entry for entry in backend._recent if entry[3] is not None]
+    assert len(held) == (2 if recent_calls else 0)
+
+
+def _general(c: Any, t: Any, e: Any, ab: str, axis: int, cb: str) -> Any:
+    return asel.plugin.select_general(c, t, e, auto_broadcast=ab, axis=axis, cond_broadcast=cb)
+
+
+def test_tensor_guards_verified_or_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    load = torch_backend._load_tensor_guards
+    version = ".".join(torch.__version__.split("+")[0].split(".")[:2])
+    if version in torch_backend.GUARDS_VERIFIED_ON:
+        from torch._C._dynamo.guards import TensorGuards
+
+        assert load() == (TensorGuards, None)
+    # a torch version it was not checked on
+    monkeypatch.setattr(torch_backend, "GUARDS_VERIFIED_ON", ())
+    guards, why = load()
+    assert guards is None and "is not one of" in str(why)
+    monkeypatch.setattr(torch_backend, "GUARDS_VERIFIED_ON", (version,))
+    # answers that disagree with torch's attributes on a probe pair
+    monkeypatch.setattr(torch_backend, "_same_signature", lambda x, y: x is y)
+    guards, why = load()
+    assert guards is None and "disagrees" in str(why)
+    monkeypatch.undo()
+    # not importable
+    import torch._C._dynamo.guards as dynamo_guards
+
+    monkeypatch.setattr(torch_backend, "GUARDS_VERIFIED_ON", (version,))
+    monkeypatch.delattr(dynamo_guards, "TensorGuards")
+    guards, why = load()
+    assert guards is None and "ImportError" in str(why)

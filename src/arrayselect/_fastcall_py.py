@@ -79,6 +79,52 @@ class SignatureCall:
             return False
         return True
 
+    def key(
+        self,
+        cond: Any,
+        then: Any,
+        else_: Any,
+        auto_broadcast: Any,
+        axis: Any,
+        cond_broadcast: Any,
+        out: Any,
+        /,
+    ) -> Hashable | None:
+        """The call's key in the cache (the compiled class builds the same), or
+        ``None`` for a call the fast path does not serve."""
+        if (
+            type(auto_broadcast) is not str
+            or type(axis) is not int
+            or type(cond_broadcast) is not str
+            or type(cond) not in self._types
+        ):
+            return None
+        types = self._types
+        then_array = type(then) in types
+        else_array = type(else_) in types
+        out_array = out is not None and type(out) in types
+        # Arrays of the backend's types, or one Python scalar beside an array.
+        if (
+            (not then_array and not (else_array and type(then) in _SCALAR_TYPES))
+            or (not else_array and type(else_) not in _SCALAR_TYPES)
+            or (out is not None and not out_array)
+        ):
+            return None
+        try:
+            return (
+                self._array_key(cond),
+                self._array_key(then) if then_array else type(then),
+                self._array_key(else_) if else_array else type(else_),
+                self._array_key(out) if out_array else None,
+                auto_broadcast,
+                axis,
+                cond_broadcast,
+            )
+        except Exception:
+            # no signature (e.g. a tensor whose sizes cannot be read): the general
+            # path says why
+            return None
+
     def __call__(
         self,
         cond: Any,
@@ -92,42 +138,15 @@ class SignatureCall:
     ) -> Any:
         """The result, or ``NotImplemented`` for the general path."""
         args = (cond, then, else_, auto_broadcast, axis, cond_broadcast, out)
-        if (
-            type(auto_broadcast) is not str
-            or type(axis) is not int
-            or type(cond_broadcast) is not str
-            or type(cond) not in self._types
-        ):
-            return NotImplemented
-        types = self._types
-        then_array = type(then) in types
-        else_array = type(else_) in types
-        out_array = out is not None and type(out) in types
-        # Arrays of the backend's types, or one Python scalar beside an array.
-        if (
-            (not then_array and not (else_array and type(then) in _SCALAR_TYPES))
-            or (not else_array and type(else_) not in _SCALAR_TYPES)
-            or (out is not None and not out_array)
-        ):
-            return NotImplemented
-        try:
-            key = (
-                self._array_key(cond),
-                self._array_key(then) if then_array else type(then),
-                self._array_key(else_) if else_array else type(else_),
-                self._array_key(out) if out_array else None,
-                auto_broadcast,
-                axis,
-                cond_broadcast,
-            )
-        except Exception:
-            # no signature (e.g. a tensor whose sizes cannot be read): the general
-            # path says why
+        key = self.key(*args)
+        if key is None:
             return NotImplemented
         entry = self._cache.get(key)
         if entry is None:
             return self._miss(key, *args)
         _, prepared, then_range, else_range = entry
+        then_array = type(then) in self._types
+        else_array = type(else_) in self._types
         then_v, else_v = then, else_
         scalar_range = then_range if then_range is not None else else_range
         if scalar_range is not None:

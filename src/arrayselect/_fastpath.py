@@ -30,6 +30,7 @@ from typing import Any
 
 from arrayselect._backend import Backend
 from arrayselect._errors import SelectError
+from arrayselect._fastcall_py import SignatureCall as _PySignatureCall
 from arrayselect._registry import FastPath
 from arrayselect._select import select_positional, validate
 from arrayselect._validate import Decision, check_devices, check_out_layout
@@ -124,7 +125,7 @@ class SignatureCache:
             devices_checked_by_run or devices_in_signature
         )
         # The hit path, in C (_fastcall.c): key, lookup, the core's value checks, run.
-        self._call = SignatureCall(
+        args = (
             self.array_types,
             backend.signature,
             self._cache,
@@ -139,6 +140,30 @@ class SignatureCache:
             len(self.array_types) > 1,
             devices_checked_by_run,
         )
+        self._call = SignatureCall(*args)
+        # The same keys, built in Python, for lookup().
+        self._keys = _PySignatureCall(*args)
+
+    def lookup(
+        self,
+        cond: Any,
+        then: Any,
+        else_: Any,
+        auto_broadcast: Any,
+        axis: Any,
+        cond_broadcast: Any,
+        out: Any,
+    ) -> tuple[Decision, Any] | None:
+        """The decision cached for this call's signature and what ``run`` receives for
+        it (see ``prepare``), or ``None`` when no entry has the signature.
+
+        The key is built as on the hit path, in Python (microseconds): for a backend
+        that keeps a faster check of its own in front of the cache, called when that
+        check misses, not on every call.
+        """
+        key = self._keys.key(cond, then, else_, auto_broadcast, axis, cond_broadcast, out)
+        entry = None if key is None else self._cache.get(key)
+        return None if entry is None else (entry[0], entry[1])
 
     def fast_path(self) -> FastPath:
         """This cache as the :class:`FastPath` a backend returns."""

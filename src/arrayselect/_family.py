@@ -352,8 +352,15 @@ def apply_where(
         "apply_where broadcasts cond, args and fill_value together",
     )
     check_devices(backend, named)
-    cond = backend.broadcast_to(cond, shape)
-    ready = tuple(backend.broadcast_to(a, shape) for _, a in named_args)
+    cond = _to_shape(backend, cond, shape)
+    ready = tuple(_to_shape(backend, a, shape) for _, a in named_args)
     if fill_value is not None and not scalar_fill:
-        fill_value = backend.broadcast_to(fill_value, shape)
+        fill_value = _to_shape(backend, fill_value, shape)
     return backend.apply_where(cond, ready, f1, f2, fill_value)
+
+
+def _to_shape(backend: Backend, x: Any, shape: Shape) -> Any:
+    """``x`` broadcast to ``shape``; ``x`` itself when it has that shape (broadcasting
+    costs microseconds a call even then, which small calls notice).
+    """
+    return x if backend.shape(x) == shape else backend.broadcast_to(x, shape)

@@ -632,6 +632,19 @@ def test_family_memo_cannot_change_an_answer(xp: ModuleType) -> None:
     ]
     if not _traced(xp):  # an index out of range: an error on eager libraries
         calls += [(asel.select_n, (w_bad, a32, b32, 2.5)), (asel.select_n, (w_bad, a32, b32, a32))]
+    if supports_out(xp):
+        out, out8 = f(np.zeros(3, np.float32)), f(np.zeros(3, np.int8))
+        strided = f(np.zeros(6, np.float32))[::2]
+        calls += [
+            (lambda *a: asel.select_n(*a, out=out), (w, a32, b32, 2.5)),
+            (lambda *a: asel.select_n(*a, out=out8), (w, a8, a8, 7)),
+            (lambda *a: asel.select_n(*a, out=out), (w_bad, a32, b32, a32)),
+            (lambda *a: asel.select_n(*a, out=strided), (w, a32, b32, 2.5)),
+        ]
+        if backend_kind(xp) == "numpy":
+            frozen = np.zeros(3, np.float32)
+            frozen.flags.writeable = False
+            calls.append((lambda *a: asel.select_n(*a, out=frozen), (w, a32, b32, 2.5)))
     cold = []
     for fn, args in calls:
         _family_memo.clear()

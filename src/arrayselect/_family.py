@@ -28,6 +28,7 @@ from arrayselect._validate import (
     check_held_dtypes,
     check_layouts,
     check_out,
+    check_out_layout,
     check_scalar,
     checked_scalars,
     scalar_fits_kind,
@@ -102,10 +103,14 @@ def select_n(which: Any, *cases: Any, out: Any = None) -> Any:
     >>> asel.select_n(np.array([True, False]), 0.0, np.array([1.5, 2.5]))
     array([1.5, 0. ])
     """
-    if out is None and cases:
-        memo = _memo.lookup(_memo.signature("select_n", (which, *cases)))
-        if memo is not None and (not memo.devices or _memo.one_device(memo, (which, *cases))):
-            return _select_n_decided(memo, which, cases)
+    if cases:
+        operands = (which, *cases) if out is None else (which, *cases, out)
+        kind = "select_n" if out is None else "select_n out"
+        memo = _memo.lookup(_memo.signature(kind, operands))
+        if memo is not None and (not memo.devices or _memo.one_device(memo, operands)):
+            if out is not None:  # what the signature does not fix: out's memory
+                check_out_layout(memo.backend, out)
+            return _select_n_decided(memo, which, cases, out)
     if not cases:
         raise SelectTypeError("select_n takes at least one case after which")
     names = [f"cases[{i}]" for i in range(len(cases))]
@@ -137,12 +142,13 @@ def select_n(which: Any, *cases: Any, out: Any = None) -> Any:
         x if rng is None else make(x, dtype, like) for x, rng in zip(values, ranges, strict=True)
     )
     compared = [x for _, x in named]
-    kind = "select_n" if out is None else None
-    _memo.remember(kind, backend, (which, *cases), cases, compared, shape, dtype, ranges, like)
+    operands = (which, *cases) if out is None else (which, *cases, out)
+    kind = "select_n" if out is None else "select_n out"
+    _memo.remember(kind, backend, operands, cases, compared, shape, dtype, ranges, like)
     return backend.select_n(which, ready, shape, out)
 
 
-def _select_n_decided(memo: _memo.Memo, which: Any, cases: tuple[Any, ...]) -> Any:
+def _select_n_decided(memo: _memo.Memo, which: Any, cases: tuple[Any, ...], out: Any) -> Any:
     """``select_n`` for a call whose signature validation has passed before."""
     if any(memo.plans):  # Python scalars: their values are checked as validation does
         named = [(f"cases[{i}]", x) for i, x in enumerate(cases)]
@@ -153,7 +159,7 @@ def _select_n_decided(memo: _memo.Memo, which: Any, cases: tuple[Any, ...]) -> A
             x if rng is None else make(x, memo.dtype, like)
             for x, rng in zip(values, memo.plans, strict=True)
         )
-    return memo.backend.select_n(which, cases, memo.shape, None)
+    return memo.backend.select_n(which, cases, memo.shape, out)
 
 
 def select_cases(condlist: Any, choicelist: Any, default: Any = 0, /) -> Any:

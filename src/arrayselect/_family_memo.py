@@ -10,7 +10,9 @@ re-checks only what the signature does not fix:
 * a Python scalar's value, with :func:`~arrayselect._validate.check_scalar` and
   the range the validation derived;
 * devices, where the backend's signature does not hold them (JAX): operands on
-  two devices send the call to the general path, which raises its error.
+  two devices send the call to the general path, which raises its error;
+* ``out``'s memory (writable, no overlapping elements), with
+  :func:`~arrayselect._validate.check_out_layout`, by the caller.
 
 The signature is everything the validation reads: the number of operands, each
 array's exact type and :meth:`~arrayselect.plugin.Backend.signature` (shape and
@@ -18,10 +20,10 @@ dtype; JAX adds the weak type, PyTorch device and layout), each Python scalar's
 type, whether :func:`~arrayselect.force_portable` is on, and the backend's
 :meth:`~arrayselect.plugin.Backend.dtype_mode` (JAX's 64-bit mode). A decision
 is used only while its backend is still the registry's for that library, and
-never while a compiler traces (``torch.compile``). Calls with ``out=``, and
-calls whose values are all Python scalars (whose dtype is a library default that
-may change) or whose result dtype is not one of the arrays' (a Python scalar
-promoted them: a library default again) are not kept. So a kept decision can
+never while a compiler traces (``torch.compile``). Calls whose values are all
+Python scalars (whose dtype is a library default that may change) or whose
+result dtype is not one of the arrays' (a Python scalar promoted them: a
+library default again) are not kept. So a kept decision can
 never change an answer, an error included: a call it does not cover is
 validated in full.
 """

@@ -6,9 +6,9 @@ Four conditions (each true with probability 1/4, independently) and four
 float32 choices plus a float32 default, or an int32 ``which`` in [0, 4) and
 four float32 cases. Every arrayselect row calls the public functions
 (``asel.select_cases``, ``asel.select_n``, ``asel.apply_where``), validation
-included. The contenders of one group run on the same inputs in rotating
-order, ``--repeats`` times, each repeat a batch of consecutive calls lasting
-about 20 ms (``kernel_ratios.compare_many``); the table shows the medians per
+included. The contenders of one size run on the same inputs in a new random
+order each repeat, ``--repeats`` times, each repeat a batch of consecutive calls
+lasting about 20 ms (``compare_shuffled``); the table shows the medians per
 call. Each result is checked against its peer's, bit for bit, before timing.
 
 Targets (the issue):
@@ -39,9 +39,13 @@ is not installed are skipped.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import platform
+import random
+import statistics
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -51,13 +55,41 @@ from arrayselect.backends.numpy_backend.kernel_family import (
     kernel_select_cases,
     kernel_select_n,
 )
-from kernel_ratios import compare_many, copy_bandwidth
+from kernel_ratios import SAMPLE_SECONDS, copy_bandwidth
 from machine_state import load_average
 
 import arrayselect as asel
 
 CASES = 4
 Fns = dict[str, Callable[[], Any]]
+
+
+def compare_shuffled(fns: list[Callable[[], Any]], repeats: int) -> list[float]:
+    """Median seconds per call of each function, their batches run in a new random
+    order each repeat.
+
+    A fixed cyclic order (``kernel_ratios.compare_many`` rotates where it starts,
+    not who follows whom) makes each function always follow the same one; one that
+    leaves the allocator in a state that taxes the next call's fresh output (NumPy's
+    temporaries, JAX's buffers) then taxes the same contender every repeat.
+    """
+    numbers = []
+    for fn in fns:
+        fn()
+        start = time.perf_counter()
+        fn()
+        numbers.append(max(1, math.ceil(SAMPLE_SECONDS / max(time.perf_counter() - start, 1e-9))))
+    times: list[list[float]] = [[] for _ in fns]
+    order = list(range(len(fns)))
+    shuffle = random.Random(20261125).shuffle
+    for _ in range(repeats):
+        shuffle(order)
+        for k in order:
+            start = time.perf_counter()
+            for _ in range(numbers[k]):
+                fns[k]()
+            times[k].append((time.perf_counter() - start) / numbers[k])
+    return [statistics.median(t) for t in times]
 
 
 def inputs(n: int) -> dict[str, Any]:
@@ -208,7 +240,7 @@ def main() -> None:
             fns.update(torch_contenders(d))
         if n == 10**7:
             fns.pop("np.select")  # 10^7 np.select takes ~0.2 s a call: one row is enough
-        t = dict(zip(fns, compare_many(list(fns.values()), args.repeats), strict=True))
+        t = dict(zip(fns, compare_shuffled(list(fns.values()), args.repeats), strict=True))
         top = n == 10**6
         row(f"select_cases {tag}", t, "select_cases", "np.select", 15.0 if top else None)
         row(f"select_cases {tag}", t, "select_cases", "jax.jit(jnp.select)", 1.5 if top else None)

@@ -1,36 +1,51 @@
-"""Measure the NumPy kernel's select family against its peers in one run; print ratios.
+"""Measure the select family, through the public API, against its peers in one run.
 
-    python asv_benchmarks/family_ratios.py [--repeats 21] [--threads N]
+    python asv_benchmarks/family_ratios.py [--repeats 21] [--threads N] [--quick]
 
 Four conditions (each true with probability 1/4, independently) and four
 float32 choices plus a float32 default, or an int32 ``which`` in [0, 4) and
-four float32 cases. The contenders run on the same inputs in rotating order,
-``--repeats`` times, each repeat a batch of consecutive calls lasting about
-20 ms (``kernel_ratios.compare_many``); the table shows the medians per call.
+four float32 cases. Every arrayselect row calls the public functions
+(``asel.select_cases``, ``asel.select_n``, ``asel.apply_where``), validation
+included. The contenders of one size run on the same inputs in a new random
+order each repeat, ``--repeats`` times, each repeat a batch of consecutive calls
+lasting about 20 ms (``compare_shuffled``); the table shows the medians per
+call. Each result is checked against its peer's, bit for bit, before timing.
 
 Targets (the issue):
-  * select_cases, 10^6: >= 15x ``np.select``, >= 1.5x ``jax.jit(jnp.select)``
-  * select_cases, 10^7, ``out=`` given: within 1.3x of the copy floor, the time
-    to move its bytes (the four conds and five float32 arrays read once, the
-    output written once) at ``np.copyto``'s bandwidth (read + write bytes, the
-    better of one thread and one thread per core, as ``kernel_ratios.py``)
-  * select_n, 4 cases, 10^6: >= 1.5x ``jax.jit(lax.select_n)``
+  * select_cases, 10^6, NumPy: >= 15x ``np.select``, >= 1.5x ``jax.jit(jnp.select)``
+  * select_cases, 10^7, NumPy: within 1.3x of the copy floor, the time to move
+    its bytes (the four conds and five float32 arrays read once, the output
+    written once) at ``np.copyto``'s bandwidth (read + write bytes, the better
+    of one thread and one thread per core, as ``kernel_ratios.py``)
+  * select_n, 4 cases, 10^6, NumPy: >= 1.5x ``jax.jit(lax.select_n)``
+  * select_n, 4 cases, 10^6, PyTorch CPU tensors: >= 5x a chain of ``torch.where``
+  * apply_where(x > 0, x, log, fill_value=0.0), NumPy, 10^3 and 10^6: no slower
+    than ``array_api_extra.apply_where`` (ratio >= 1)
 
-Information rows: a chain of four ``arrayselect.select(..., out=r)`` calls (the
-best one could do with two-way selects), ``np.choose`` for select_n, select_n
-with ``out=`` given (JAX reuses its buffers; a fresh NumPy output below the
-kernel's output-pool size is page-faulted on every call), and the same at 10^7.
-``--threads 1`` (with ``XLA_FLAGS=--xla_cpu_multi_thread_eigen=false`` for JAX)
-compares one thread with one thread, which a loaded machine disturbs less. JAX
-rows are skipped when JAX is not installed.
+Information rows: the same at 10^3 and 10^7 (at 10^3 the per-call cost of
+validation and dispatch decides), the kernel entry points called directly (what
+validation and dispatch add), a chain of four ``arrayselect.select(..., out=r)`` calls
+(the best one could do with two-way selects), ``np.choose``, select_n with
+``out=`` given (JAX reuses its buffers; a fresh NumPy output below the
+kernel's output-pool size is page-faulted on every call), and arrayselect on
+JAX arrays against the same jitted peers (there arrayselect *is* ``jnp.select``
+/ ``lax.select_n`` under ``jit``, so 1x is the ceiling and the gap is the
+per-call cost of validation). ``--threads 1`` (with
+``XLA_FLAGS=--xla_cpu_multi_thread_eigen=false`` for JAX) compares one thread
+with one thread, which a loaded machine disturbs less. Rows of a library that
+is not installed are skipped.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import platform
+import random
+import statistics
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -40,12 +55,41 @@ from arrayselect.backends.numpy_backend.kernel_family import (
     kernel_select_cases,
     kernel_select_n,
 )
-from kernel_ratios import compare_many, copy_bandwidth
+from kernel_ratios import SAMPLE_SECONDS, copy_bandwidth
 from machine_state import load_average
 
 import arrayselect as asel
 
 CASES = 4
+Fns = dict[str, Callable[[], Any]]
+
+
+def compare_shuffled(fns: list[Callable[[], Any]], repeats: int) -> list[float]:
+    """Median seconds per call of each function, their batches run in a new random
+    order each repeat.
+
+    A fixed cyclic order (``kernel_ratios.compare_many`` rotates where it starts,
+    not who follows whom) makes each function always follow the same one; one that
+    leaves the allocator in a state that taxes the next call's fresh output (NumPy's
+    temporaries, JAX's buffers) then taxes the same contender every repeat.
+    """
+    numbers = []
+    for fn in fns:
+        fn()
+        start = time.perf_counter()
+        fn()
+        numbers.append(max(1, math.ceil(SAMPLE_SECONDS / max(time.perf_counter() - start, 1e-9))))
+    times: list[list[float]] = [[] for _ in fns]
+    order = list(range(len(fns)))
+    shuffle = random.Random(20261125).shuffle
+    for _ in range(repeats):
+        shuffle(order)
+        for k in order:
+            start = time.perf_counter()
+            for _ in range(numbers[k]):
+                fns[k]()
+            times[k].append((time.perf_counter() - start) / numbers[k])
+    return [statistics.median(t) for t in times]
 
 
 def inputs(n: int) -> dict[str, Any]:
@@ -56,11 +100,43 @@ def inputs(n: int) -> dict[str, Any]:
         "default": rng.random(n, dtype=np.float32),
         "which": rng.integers(0, CASES, n, dtype=np.int32),
         "out": np.empty(n, np.float32),
+        "x": rng.standard_normal(n),
     }
 
 
-def jax_contenders(d: dict[str, Any]) -> dict[str, Callable[[], Any]]:
-    """jax.jit(jnp.select) and jax.jit(lax.select_n) on the same data, or nothing."""
+def _same(got: Any, expected: Any) -> None:
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(expected), strict=True)
+
+
+def numpy_contenders(d: dict[str, Any]) -> Fns:
+    """arrayselect on NumPy arrays, the kernel called directly, and NumPy's functions."""
+    conds, choices, default, which, out = (
+        d[k] for k in ("conds", "choices", "default", "which", "out")
+    )
+
+    def chain() -> None:
+        asel.select(conds[-1], choices[-1], default, out=out)
+        for k in range(CASES - 2, -1, -1):
+            asel.select(conds[k], choices[k], out, out=out)
+
+    fns: Fns = {
+        "select_cases": lambda: asel.select_cases(conds, choices, default),
+        "kernel select_cases": lambda: kernel_select_cases(conds, choices, default, None),
+        "kernel select_cases out=": lambda: kernel_select_cases(conds, choices, default, out),
+        "np.select": lambda: np.select(conds, choices, default),
+        "chain of 4 select(out=)": chain,
+        "select_n": lambda: asel.select_n(which, *choices),
+        "select_n out=": lambda: asel.select_n(which, *choices, out=out),
+        "kernel select_n": lambda: kernel_select_n(which, choices, None),
+        "np.choose": lambda: np.choose(which, choices),
+    }
+    _same(fns["select_cases"](), fns["np.select"]())
+    _same(fns["select_n"](), fns["np.choose"]())
+    return fns
+
+
+def jax_contenders(d: dict[str, Any]) -> Fns:
+    """jax.jit(jnp.select) and jax.jit(lax.select_n), and arrayselect on the same JAX arrays."""
     try:
         import jax
         import jax.numpy as jnp
@@ -72,46 +148,65 @@ def jax_contenders(d: dict[str, Any]) -> dict[str, Callable[[], Any]]:
     which = jax.device_put(d["which"])
     select = jax.jit(lambda c, x, y: jnp.select(c, x, y))
     select_n = jax.jit(lambda w, x: jax.lax.select_n(w, *x))
-    np.testing.assert_array_equal(
-        np.asarray(select(conds, choices, default)),
-        np.select(d["conds"], d["choices"], d["default"]),
-    )
-    return {
+    fns: Fns = {
         "jax.jit(jnp.select)": lambda: select(conds, choices, default).block_until_ready(),
         "jax.jit(lax.select_n)": lambda: select_n(which, choices).block_until_ready(),
+        "select_cases on JAX": lambda: asel.select_cases(
+            conds, choices, default
+        ).block_until_ready(),
+        "select_n on JAX": lambda: asel.select_n(which, *choices).block_until_ready(),
     }
+    expected_cases = np.select(d["conds"], d["choices"], d["default"])
+    _same(fns["jax.jit(jnp.select)"](), expected_cases)
+    _same(fns["select_cases on JAX"](), expected_cases)
+    _same(fns["select_n on JAX"](), fns["jax.jit(lax.select_n)"]())
+    return fns
 
 
-def contenders(d: dict[str, Any]) -> dict[str, Callable[[], Any]]:
-    """Every contender on the inputs ``d`` (``inputs(n)``)."""
-    conds, choices, default, which, out = (
-        d["conds"],
-        d["choices"],
-        d["default"],
-        d["which"],
-        d["out"],
-    )
+def torch_contenders(d: dict[str, Any]) -> Fns:
+    """arrayselect's select_n on CPU tensors against a chain of torch.where, or nothing."""
+    try:
+        import torch
+    except ImportError:
+        return {}
+    which = torch.from_numpy(d["which"])
+    cases = [torch.from_numpy(c) for c in d["choices"]]
 
-    def chain() -> None:
-        asel.select(conds[-1], choices[-1], default, out=out)
+    def chain() -> Any:
+        result = cases[-1]
         for k in range(CASES - 2, -1, -1):
-            asel.select(conds[k], choices[k], out, out=out)
+            result = torch.where(which == k, cases[k], result)
+        return result
 
-    return {
-        "select_cases": lambda: kernel_select_cases(conds, choices, default, None),
-        "select_cases out=": lambda: kernel_select_cases(conds, choices, default, out),
-        "np.select": lambda: np.select(conds, choices, default),
-        "chain of 4 select(out=)": chain,
-        "select_n": lambda: kernel_select_n(which, choices, None),
-        "select_n out=": lambda: kernel_select_n(which, choices, out),
-        "np.choose": lambda: np.choose(which, choices),
+    fns: Fns = {
+        "select_n on torch": lambda: asel.select_n(which, *cases),
+        "chain of torch.where": chain,
     }
+    _same(fns["select_n on torch"](), chain())
+    return fns
+
+
+def apply_where_contenders(d: dict[str, Any]) -> Fns:
+    """apply_where(x > 0, x, np.log, fill_value=0.0) here and in array-api-extra, or nothing."""
+    try:
+        import array_api_extra as xpx
+    except ImportError:
+        return {}
+    x = d["x"]
+    cond = x > 0
+    fns: Fns = {
+        "apply_where": lambda: asel.apply_where(cond, x, np.log, fill_value=0.0),
+        "xpx.apply_where": lambda: xpx.apply_where(cond, x, np.log, fill_value=0.0),
+    }
+    _same(fns["apply_where"](), fns["xpx.apply_where"]())
+    return fns
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=21)
     parser.add_argument("--threads", type=int, default=0, help="kernel threads (0: default)")
+    parser.add_argument("--quick", action="store_true", help="10^3 and 10^6 rows only")
     args = parser.parse_args()
     if args.threads:
         asel.set_num_threads(args.threads)
@@ -123,72 +218,55 @@ def main() -> None:
     print(f"# load average at the start {load_average()}")
     rows: list[str] = []
 
-    def row(name: str, ours: float, theirs: float, label: str, target: float | None) -> None:
-        ratio = theirs / ours
+    def row(name: str, t: dict[str, float], ours: str, theirs: str, target: float | None) -> None:
+        if ours not in t or theirs not in t:
+            return
+        ratio = t[theirs] / t[ours]
         verdict = "" if target is None else ("  OK" if ratio >= target else "  MISSED")
         goal = "(info)" if target is None else f"(target >= {target:g}x)"
         rows.append(
-            f"{name:<44} {ours * 1e3:9.3f} ms  {ratio:6.2f}x {label} "
-            f"({theirs * 1e3:.3f} ms) {goal}{verdict}"
+            f"{name:<34} {t[ours] * 1e3:9.3f} ms  {ratio:6.2f}x {theirs} "
+            f"({t[theirs] * 1e3:.3f} ms) {goal}{verdict}"
         )
 
-    for n in (10**6, 10**7):
+    sizes = (10**3, 10**6) if args.quick else (10**3, 10**6, 10**7)
+    for n in sizes:
         d = inputs(n)
-        fns = contenders(d)
-        np.testing.assert_array_equal(fns["select_cases"](), fns["np.select"]())
-        np.testing.assert_array_equal(fns["select_n"](), fns["np.choose"]())
-        fns.update(jax_contenders(d))
+        tag = f"10^{len(str(n)) - 1}"
+        fns = {**numpy_contenders(d), **jax_contenders(d)}
+        if n < 10**7:
+            fns.update(apply_where_contenders(d))
+        if n == 10**6:
+            fns.update(torch_contenders(d))
         if n == 10**7:
             fns.pop("np.select")  # 10^7 np.select takes ~0.2 s a call: one row is enough
-        t = dict(zip(fns, compare_many(list(fns.values()), args.repeats), strict=True))
-        tag = f"10^{len(str(n)) - 1}"
-        main_target = 15.0 if n == 10**6 else None
-        if "np.select" in t:
-            row(f"select_cases {tag}", t["select_cases"], t["np.select"], "np.select", main_target)
-        if "jax.jit(jnp.select)" in t:
-            row(
-                f"select_cases {tag}",
-                t["select_cases"],
-                t["jax.jit(jnp.select)"],
-                "jax.jit(jnp.select)",
-                1.5 if n == 10**6 else None,
-            )
-        row(
-            f"select_cases {tag} out=",
-            t["select_cases out="],
-            t["chain of 4 select(out=)"],
-            "chain of 4 select(out=)",
-            None,
-        )
-        if "jax.jit(lax.select_n)" in t:
-            row(
-                f"select_n {tag}",
-                t["select_n"],
-                t["jax.jit(lax.select_n)"],
-                "jax.jit(lax.select_n)",
-                1.5 if n == 10**6 else None,
-            )
-        if "jax.jit(lax.select_n)" in t:
-            row(
-                f"select_n {tag} out=",
-                t["select_n out="],
-                t["jax.jit(lax.select_n)"],
-                "jax.jit(lax.select_n)",
-                None,
-            )
-        row(f"select_n {tag}", t["select_n"], t["np.choose"], "np.choose", None)
+        t = dict(zip(fns, compare_shuffled(list(fns.values()), args.repeats), strict=True))
+        top = n == 10**6
+        row(f"select_cases {tag}", t, "select_cases", "np.select", 15.0 if top else None)
+        row(f"select_cases {tag}", t, "select_cases", "jax.jit(jnp.select)", 1.5 if top else None)
+        row(f"select_cases {tag}", t, "select_cases", "kernel select_cases", None)
+        row(f"select_cases {tag}", t, "select_cases", "chain of 4 select(out=)", None)
+        row(f"select_n {tag}", t, "select_n", "jax.jit(lax.select_n)", 1.5 if top else None)
+        row(f"select_n {tag} out=", t, "select_n out=", "jax.jit(lax.select_n)", None)
+        row(f"select_n {tag}", t, "select_n", "kernel select_n", None)
+        row(f"select_n {tag}", t, "select_n", "np.choose", None)
+        row(f"select_n {tag} torch", t, "select_n on torch", "chain of torch.where", 5.0)
+        row(f"apply_where {tag}", t, "apply_where", "xpx.apply_where", 1.0)
+        row(f"select_cases {tag} on JAX", t, "select_cases on JAX", "jax.jit(jnp.select)", None)
+        row(f"select_n {tag} on JAX", t, "select_n on JAX", "jax.jit(lax.select_n)", None)
         if n == 10**7:
             one, many = copy_bandwidth(args.repeats)
             nbytes = CASES * n + (CASES + 2) * 4 * n  # conds, choices, default, out
             floor = nbytes / max(one, many)
-            ratio = t["select_cases out="] / floor
-            verdict = "OK" if ratio <= 1.3 else "MISSED"
-            rows.append(
-                f"{'select_cases 10^7 out= vs the copy floor':<44} "
-                f"{t['select_cases out='] * 1e3:9.3f} ms  {ratio:6.2f}x the floor "
-                f"({floor * 1e3:.3f} ms: {nbytes / 1e6:.0f} MB at "
-                f"{max(one, many) / 1e9:.1f} GB/s) (target <= 1.3x)  {verdict}"
-            )
+            for name in ("select_cases", "kernel select_cases out="):
+                ratio = t[name] / floor
+                verdict = "OK" if ratio <= 1.3 else "MISSED"
+                rows.append(
+                    f"{name + ' 10^7 vs the copy floor':<34} {t[name] * 1e3:9.3f} ms  "
+                    f"{ratio:6.2f}x the floor ({floor * 1e3:.3f} ms: {nbytes / 1e6:.0f} MB at "
+                    f"{max(one, many) / 1e9:.1f} GB/s) "
+                    + ("(target <= 1.3x)  " + verdict if name == "select_cases" else "(info)")
+                )
     print("\n".join(rows))
     print(f"# load average at the end {load_average()}; repeats {args.repeats}")
 

@@ -584,3 +584,87 @@ def test_select_n_clamps_under_torch_compile() -> None:
     which = torch.tensor([-1, 0, 1, 2, 5])
     got = compiled(which, torch.zeros(5), torch.ones(5), torch.full((5,), 2.0))
     np.testing.assert_array_equal(got.numpy(), [0.0, 0.0, 1.0, 2.0, 2.0])
+
+
+# --------------------------------------------------------------------------- the memo
+
+
+def _outcome(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """What a call gives: the error's class and message, or the result's dtype and bits."""
+    try:
+        got = fn(*args)
+        bits = to_numpy(got)  # Dask raises an index out of range here
+    except asel.SelectError as exc:
+        return (type(exc), str(exc))
+    return (str(got.dtype), bits.tobytes(), bits.shape)
+
+
+def test_family_memo_cannot_change_an_answer(xp: ModuleType) -> None:
+    """Each call gives, after every other call has run (twice: decisions kept), what it
+    gives cold: calls that differ in a dtype, a shape, a Python scalar's type or value
+    (in or out of range) or an index's value only.
+    """
+    from arrayselect import _family_memo
+
+    def f(a: Any) -> Any:
+        return from_numpy(xp, np.asarray(a))
+
+    w, w_bad = f(np.array([0, 2, 1], np.int8)), f(np.array([0, 3, 1], np.int8))
+    a32, b32 = f(np.arange(3, dtype=np.float32)), f(np.ones(3, np.float32))
+    a8 = f(np.arange(3, dtype=np.int8))
+    row, col = f(np.ones((1, 3), np.float32)), f(np.ones((2, 1), np.float32))
+    c, c_int = f(np.array([True, False, True])), f(np.array([0, 2, 0], np.int16))
+    calls: list[tuple[Callable[..., Any], tuple[Any, ...]]] = [
+        (asel.select_n, (w, a32, b32, 2.5)),
+        (asel.select_n, (w, a32, b32, 3.5)),
+        (asel.select_n, (w, a8, a8, 7)),
+        (asel.select_n, (w, a8, a8, 1000)),
+        (asel.select_n, (w, a32, b32, a8)),
+        (asel.select_n, (w, a32, row, col)),
+        (asel.select_n, (w, a32, b32)),
+        (asel.select_cases, ([c, c_int], [a32, b32], 2.0)),
+        (asel.select_cases, ([c, c_int], [a8, a8], 7)),
+        (asel.select_cases, ([c, c_int], [a8, a8], 1000)),
+        (asel.select_cases, ([c, c_int], [a8, a8], True)),
+        (asel.select_cases, ([c, c_int], [a8, a32], b32)),
+        (asel.select_cases, ([c, c_int], [a32, row], col)),
+        (asel.select_cases, ([c], [a32], a8)),
+    ]
+    if not _traced(xp):  # an index out of range: an error on eager libraries
+        calls += [(asel.select_n, (w_bad, a32, b32, 2.5)), (asel.select_n, (w_bad, a32, b32, a32))]
+    if supports_out(xp):
+        out, out8 = f(np.zeros(3, np.float32)), f(np.zeros(3, np.int8))
+        strided = f(np.zeros(6, np.float32))[::2]
+        calls += [
+            (lambda *a: asel.select_n(*a, out=out), (w, a32, b32, 2.5)),
+            (lambda *a: asel.select_n(*a, out=out8), (w, a8, a8, 7)),
+            (lambda *a: asel.select_n(*a, out=out), (w_bad, a32, b32, a32)),
+            (lambda *a: asel.select_n(*a, out=strided), (w, a32, b32, 2.5)),
+        ]
+        if backend_kind(xp) == "numpy":
+            frozen = np.zeros(3, np.float32)
+            frozen.flags.writeable = False
+            calls.append((lambda *a: asel.select_n(*a, out=frozen), (w, a32, b32, 2.5)))
+    cold = []
+    for fn, args in calls:
+        _family_memo.clear()
+        cold.append(_outcome(fn, args))
+    for _ in range(2):
+        warm = [_outcome(fn, args) for fn, args in calls]
+        assert warm == cold
+
+
+def test_family_memo_follows_jax_x64_mode() -> None:
+    """A decision made with JAX's 64-bit mode on is not reused with it off, where JAX
+    would narrow the 64-bit cases: the general path refuses them.
+    """
+    jax = pytest.importorskip("jax")
+    jnp = pytest.importorskip("jax.numpy")
+    with jax.enable_x64(True):
+        which = jnp.array([0, 1, 0], jnp.int32)
+        a = jnp.arange(3, dtype=jnp.float64)
+        assert asel.select_n(which, a, a).dtype == jnp.float64
+        assert asel.select_n(which, a, a).dtype == jnp.float64
+        assert asel.select_cases([which == 0], [a], a).dtype == jnp.float64
+    with jax.enable_x64(False), pytest.raises(asel.SelectTypeError, match="float64"):
+        asel.select_n(which, a, a)

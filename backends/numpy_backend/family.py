@@ -39,8 +39,7 @@ _CHOOSE_MAX: Final = 64
 def _first_bad(which: np.ndarray, n: int) -> int:
     """The first index of ``which`` (in C order) outside ``[0, n)``, or -1 if none.
 
-    Only called on the error path, or before writing into an ``out`` that the
-    kernel could leave half written.
+    Called to name the value on the error path (and for a byte-swapped ``which``).
     """
     if which.size == 0:
         return -1
@@ -48,6 +47,26 @@ def _first_bad(which: np.ndarray, n: int) -> int:
     bad |= which >= n
     found = np.flatnonzero(bad)
     return int(which.reshape(-1)[found[0]]) if found.size else -1
+
+
+def _any_out_of_range(which: np.ndarray, n: int) -> bool:
+    """Whether an integer ``which`` holds an index outside ``[0, n)``: one ``max``
+    over its bits read as unsigned (a negative index reads as a huge one), no
+    temporaries.
+    """
+    if which.size == 0:
+        return False
+    if not which.dtype.isnative:
+        return _first_bad(which, n) != -1
+    return int(which.view(np.dtype(f"u{which.dtype.itemsize}")).max()) >= n
+
+
+def _to_shape(x: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """``x`` as an array of ``shape``: itself when it has it (``np.broadcast_to`` costs
+    microseconds a call, which small calls notice), else a broadcast view.
+    """
+    x = np.asarray(x)
+    return x if x.shape == shape else np.broadcast_to(x, shape)
 
 
 def _as_index(which: np.ndarray) -> np.ndarray:
@@ -66,16 +85,12 @@ def select_n(which: Any, cases: tuple[Any, ...], shape: Shape, out: Any) -> Any:
     n = len(cases)
     out_shape: tuple[int, ...] = shape  # type: ignore[assignment]  # NumPy: no unknown sizes
     if HAVE_KERNEL:
-        if out is not None and which.dtype != np.bool_:
-            # The kernel finds a bad index in its pass, but may have written part of out.
-            bad = _first_bad(which, n)
-            if bad != -1:
-                raise index_error(bad, n)
+        # The kernel finds a bad index in its pass, but may have written part of out.
+        if out is not None and which.dtype != np.bool_ and _any_out_of_range(which, n):
+            raise index_error(_first_bad(which, n), n)
         try:
             return _kernel_select_n(
-                np.broadcast_to(which, out_shape),
-                tuple(np.broadcast_to(c, out_shape) for c in cases),
-                out,
+                _to_shape(which, out_shape), tuple(_to_shape(c, out_shape) for c in cases), out
             )
         except IndexError as exc:
             raise index_error(int(exc.args[0]), n) from None
@@ -84,9 +99,8 @@ def select_n(which: Any, cases: tuple[Any, ...], shape: Shape, out: Any) -> Any:
             which, cases[1], cases[0], cond_broadcast="multidirectional", out=out
         )
     if n > _CHOOSE_MAX:
-        bad = _first_bad(which, n)
-        if bad != -1:
-            raise index_error(bad, n)
+        if _any_out_of_range(which, n):
+            raise index_error(_first_bad(which, n), n)
         index = np.broadcast_to(which, out_shape)
         result = np.empty(out_shape, cases[0].dtype) if out is None else out
         for k, case in enumerate(cases):
@@ -108,9 +122,9 @@ def select_cases(
     out_shape: tuple[int, ...] = shape  # type: ignore[assignment]
     if HAVE_KERNEL:
         return _kernel_select_cases(
-            tuple(np.broadcast_to(np.asarray(c), out_shape) for c in conds),
-            tuple(np.broadcast_to(np.asarray(c), out_shape) for c in choices),
-            np.broadcast_to(np.asarray(default), out_shape),
+            tuple(_to_shape(c, out_shape) for c in conds),
+            tuple(_to_shape(c, out_shape) for c in choices),
+            _to_shape(default, out_shape),
             None,
         )
     result = np.empty(out_shape, np.asarray(default).dtype)

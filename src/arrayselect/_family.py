@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
+from arrayselect import _family_memo as _memo
 from arrayselect._backend import Backend
 from arrayselect._errors import SelectTypeError, SelectValueError
 from arrayselect._registry import resolve_inputs
@@ -27,6 +28,7 @@ from arrayselect._validate import (
     check_held_dtypes,
     check_layouts,
     check_out,
+    check_out_layout,
     check_scalar,
     checked_scalars,
     scalar_fits_kind,
@@ -101,6 +103,14 @@ def select_n(which: Any, *cases: Any, out: Any = None) -> Any:
     >>> asel.select_n(np.array([True, False]), 0.0, np.array([1.5, 2.5]))
     array([1.5, 0. ])
     """
+    if cases:
+        operands = (which, *cases) if out is None else (which, *cases, out)
+        kind = "select_n" if out is None else "select_n out"
+        memo = _memo.lookup(_memo.signature(kind, operands))
+        if memo is not None and (not memo.devices or _memo.one_device(memo, operands)):
+            if out is not None:  # what the signature does not fix: out's memory
+                check_out_layout(memo.backend, out)
+            return _select_n_decided(memo, which, cases, out)
     if not cases:
         raise SelectTypeError("select_n takes at least one case after which")
     names = [f"cases[{i}]" for i in range(len(cases))]
@@ -131,7 +141,25 @@ def select_n(which: Any, *cases: Any, out: Any = None) -> Any:
     ready = tuple(
         x if rng is None else make(x, dtype, like) for x, rng in zip(values, ranges, strict=True)
     )
+    compared = [x for _, x in named]
+    operands = (which, *cases) if out is None else (which, *cases, out)
+    kind = "select_n" if out is None else "select_n out"
+    _memo.remember(kind, backend, operands, cases, compared, shape, dtype, ranges, like)
     return backend.select_n(which, ready, shape, out)
+
+
+def _select_n_decided(memo: _memo.Memo, which: Any, cases: tuple[Any, ...], out: Any) -> Any:
+    """``select_n`` for a call whose signature validation has passed before."""
+    if any(memo.plans):  # Python scalars: their values are checked as validation does
+        named = [(f"cases[{i}]", x) for i, x in enumerate(cases)]
+        values = checked_scalars(named, memo.dtype, list(memo.plans))
+        like = (which, *cases)[memo.like]
+        make = memo.backend.scalar_array
+        cases = tuple(
+            x if rng is None else make(x, memo.dtype, like)
+            for x, rng in zip(values, memo.plans, strict=True)
+        )
+    return memo.backend.select_n(which, cases, memo.shape, out)
 
 
 def select_cases(condlist: Any, choicelist: Any, default: Any = 0, /) -> Any:
@@ -187,6 +215,10 @@ def select_cases(condlist: Any, choicelist: Any, default: Any = 0, /) -> Any:
         )
     if not condlist:
         raise SelectValueError("select_cases takes at least one condition; condlist is empty")
+    operands = (*condlist, *choicelist, default)
+    memo = _memo.lookup(_memo.signature("select_cases", operands))
+    if memo is not None and (not memo.devices or _memo.one_device(memo, operands)):
+        return _select_cases_decided(memo, operands, len(condlist))
     conds = [(f"condlist[{i}]", c) for i, c in enumerate(condlist)]
     values = [(f"choicelist[{i}]", c) for i, c in enumerate(choicelist)]
     values.append(("default", default))
@@ -210,17 +242,42 @@ def select_cases(condlist: Any, choicelist: Any, default: Any = 0, /) -> Any:
     )
     check_devices(backend, named)
     like = arrays[0][1] if arrays else conds[0][1]
-    ready = []
-    for name, x in values:
+    plans: list[Any] = [None] * len(conds)  # conditions are passed as they are
+    for _, x in values:
         if type(x) in PYTHON_SCALARS:
-            if not scalar_fits_kind(type(x), kind):
-                x = _LIFT[kind](x)  # a bool beside integers is 0 or 1, as in np.select
-            rng = scalar_range(backend, type(x), dtype, kind)
-            x = backend.scalar_array(check_scalar(rng, name, x, dtype, "the result"), dtype, like)
-        elif x.dtype != dtype:
-            x = backend.astype(x, dtype)
-        ready.append(x)
-    return backend.select_cases(tuple(c for _, c in conds), tuple(ready[:-1]), ready[-1], shape)
+            lift = None if scalar_fits_kind(type(x), kind) else _LIFT[kind]
+            # a bool beside integers is 0 or 1, as in np.select
+            plans.append(
+                _memo.ScalarPlan(lift, scalar_range(backend, lift or type(x), dtype, kind))
+            )
+        else:
+            plans.append(x.dtype != dtype)
+    like_at = next(i for i, x in enumerate(operands) if x is like)
+    decided = _memo.Memo(backend, ("", False), None, shape, dtype, tuple(plans), (), like_at)
+    compared = [x for _, x in named]
+    values_at = operands[len(conds) :]
+    _memo.remember(
+        "select_cases", backend, operands, values_at, compared, shape, dtype, plans, like
+    )
+    return _select_cases_decided(decided, operands, len(conds))
+
+
+def _select_cases_decided(memo: _memo.Memo, operands: tuple[Any, ...], n: int) -> Any:
+    """``select_cases`` for validated operands (conditions, choices, default), as ``memo``
+    says: arrays of another dtype cast, Python scalars checked and made arrays.
+    """
+    backend, dtype = memo.backend, memo.dtype
+    ready = list(operands)
+    for i in range(n, len(operands)):
+        plan = memo.plans[i]
+        if plan is True:
+            ready[i] = backend.astype(operands[i], dtype)
+        elif plan:
+            x = operands[i] if plan.lift is None else plan.lift(operands[i])
+            name = f"choicelist[{i - n}]" if i < len(operands) - 1 else "default"
+            x = check_scalar(plan.rng, name, x, dtype, "the result")
+            ready[i] = backend.scalar_array(x, dtype, operands[memo.like])
+    return backend.select_cases(tuple(ready[:n]), tuple(ready[n:-1]), ready[-1], memo.shape)
 
 
 def apply_where(
@@ -301,8 +358,15 @@ def apply_where(
         "apply_where broadcasts cond, args and fill_value together",
     )
     check_devices(backend, named)
-    cond = backend.broadcast_to(cond, shape)
-    ready = tuple(backend.broadcast_to(a, shape) for _, a in named_args)
+    cond = _to_shape(backend, cond, shape)
+    ready = tuple(_to_shape(backend, a, shape) for _, a in named_args)
     if fill_value is not None and not scalar_fill:
-        fill_value = backend.broadcast_to(fill_value, shape)
+        fill_value = _to_shape(backend, fill_value, shape)
     return backend.apply_where(cond, ready, f1, f2, fill_value)
+
+
+def _to_shape(backend: Backend, x: Any, shape: Shape) -> Any:
+    """``x`` broadcast to ``shape``; ``x`` itself when it has that shape (broadcasting
+    costs microseconds a call even then, which small calls notice).
+    """
+    return x if backend.shape(x) == shape else backend.broadcast_to(x, shape)

@@ -1,0 +1,191 @@
+"""What the select family's validation decided, kept per call signature.
+
+The first call of :func:`~arrayselect.select_n` or
+:func:`~arrayselect.select_cases` with a given *signature* runs the core's whole
+validation (:mod:`arrayselect._family`); when it passes, what it decided (the
+backend, the output shape and dtype, which operands are cast, each Python
+scalar's range) is kept here. A later call of the same signature reuses it and
+re-checks only what the signature does not fix:
+
+* a Python scalar's value, with :func:`~arrayselect._validate.check_scalar` and
+  the range the validation derived;
+* devices, where the backend's signature does not hold them (JAX): operands on
+  two devices send the call to the general path, which raises its error;
+* ``out``'s memory (writable, no overlapping elements), with
+  :func:`~arrayselect._validate.check_out_layout`, by the caller.
+
+The signature is everything the validation reads: the number of operands, each
+array's exact type and :meth:`~arrayselect.plugin.Backend.signature` (shape and
+dtype; JAX adds the weak type, PyTorch device and layout), each Python scalar's
+type, whether :func:`~arrayselect.force_portable` is on, and the backend's
+:meth:`~arrayselect.plugin.Backend.dtype_mode` (JAX's 64-bit mode). A decision
+is used only while its backend is still the registry's for that library, and
+never while a compiler traces (``torch.compile``). Calls whose values are all
+Python scalars (whose dtype is a library default that may change) or whose
+result dtype is not one of the arrays' (a Python scalar promoted them: a
+library default again) are not kept. So a kept decision can
+never change an answer, an error included: a call it does not cover is
+validated in full.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, Final, NamedTuple
+
+from arrayselect import _registry
+from arrayselect._backend import Backend
+from arrayselect._caches import register_cache
+from arrayselect._shapes import Shape
+from arrayselect._validate import PYTHON_SCALARS, ScalarRange
+
+__all__ = ["Memo", "ScalarPlan", "clear", "lookup", "one_device", "remember", "signature"]
+
+_CACHE_SIZE: Final = 1024
+
+
+class ScalarPlan(NamedTuple):
+    """How a Python scalar becomes an array of the result dtype."""
+
+    #: The type it is converted to first (a bool beside integers is 0 or 1), or ``None``.
+    lift: type | None
+    #: The range its value must be in.
+    rng: ScalarRange
+
+
+class Memo(NamedTuple):
+    """A validation decision for one signature."""
+
+    backend: Backend
+    #: The registry's key of ``backend``: the decision holds while it is still there.
+    where: tuple[str, bool]
+    #: ``backend.dtype_mode()`` when decided.
+    mode: Hashable
+    shape: Shape
+    dtype: Any
+    #: Per operand: ``None`` (an array passed as it is), ``True`` (an array cast to
+    #: ``dtype``) or a :class:`ScalarPlan`.
+    plans: tuple[Any, ...]
+    #: Positions of the operands whose devices the core compared (empty: none to compare).
+    devices: tuple[int, ...]
+    #: Position of the array a Python scalar is placed like (its device).
+    like: int
+
+
+_memos: dict[Hashable, Memo] = {}
+# Per array type: its backend's signature of an array (filled on the first valid call).
+_signers: dict[type, Callable[[Any], Hashable]] = {}
+register_cache("family.signatures", lambda: (len(_memos), _CACHE_SIZE))
+
+
+def signature(kind: str, operands: Sequence[Any]) -> Hashable | None:
+    """The memo key of a call, or ``None`` when no decision may be kept for it."""
+    parts: list[Hashable] = [kind, _registry.portable_forced()]
+    for x in operands:
+        t = type(x)
+        if t in PYTHON_SCALARS:
+            parts.append(t)  # type: ignore[arg-type]  # types are hashable
+            continue
+        sign = _signers.get(t)
+        if sign is None:
+            return None
+        tracing = _registry.tracing_checks.get(t)
+        if tracing is not None and tracing():
+            return None  # a compiler traces: no memo (it would guard on what it read)
+        parts.append((t, sign(x)))
+    return tuple(parts)
+
+
+def lookup(key: Hashable | None) -> Memo | None:
+    """The decision kept for ``key`` if it still holds, else ``None``."""
+    if key is None:
+        return None
+    memo = _memos.get(key)
+    if memo is None:
+        return None
+    backend = memo.backend
+    if _registry._backends.get(memo.where) is not backend or memo.mode != backend.dtype_mode():
+        return None
+    return memo
+
+
+def one_device(memo: Memo, operands: Sequence[Any]) -> bool:
+    """Whether the operands the core compares are on one device (where known)."""
+    device_of = memo.backend.device_of
+    first: Hashable = None
+    for i in memo.devices:
+        device = device_of(operands[i])
+        if device is None:
+            continue
+        if first is None:
+            first = device
+        elif device != first:
+            return False
+    return True
+
+
+def _signer(backend: Backend) -> Callable[[Any], Hashable]:
+    sign = backend.signature
+    if isinstance(sign, tuple):  # attribute names (Backend.signature)
+        return operator.attrgetter(*sign)
+    return sign
+
+
+def _devices_in_signature(backend: Backend) -> bool:
+    sign = backend.signature
+    return type(backend).device_of is Backend.device_of or (
+        isinstance(sign, tuple) and "device" in sign
+    )
+
+
+def remember(
+    kind: str | None,
+    backend: Backend,
+    operands: Sequence[Any],
+    values: Sequence[Any],
+    compared: Sequence[Any],
+    shape: Shape,
+    dtype: Any,
+    plans: Sequence[Any],
+    like: Any,
+) -> None:
+    """Keep what validation decided for a call of ``kind`` (``None``: not kept).
+
+    ``values`` are the operands that make the result (cases, choices, default);
+    ``compared`` the arrays whose devices the core compared; ``like`` the array
+    Python scalars are placed like.
+    """
+    if kind is None:
+        return
+    if all(type(x) in PYTHON_SCALARS or x.dtype != dtype for x in values):
+        return  # the result dtype is a library default (of a Python scalar): not kept
+    arrays = [x for x in operands if type(x) not in PYTHON_SCALARS]
+    if len(compared) != len(arrays):
+        return  # NumPy arrays joining JAX arrays: their signatures are not JAX's
+    where = next((k for k, b in list(_registry._backends.items()) if b is backend), None)
+    if where is None:
+        return
+    ids = {id(x) for x in compared}
+    devices = (
+        ()
+        if _devices_in_signature(backend)
+        else tuple(i for i, x in enumerate(operands) if id(x) in ids)
+    )
+    like_at = next(i for i, x in enumerate(operands) if x is like)
+    for x in arrays:
+        _signers.setdefault(type(x), _signer(backend))
+    key = signature(kind, operands)
+    if key is None:
+        return
+    if len(_memos) >= _CACHE_SIZE:
+        _memos.clear()  # cheap to decide again; keeps the bound
+    # No lock: a lost race only costs deciding again.
+    _memos[key] = Memo(
+        backend, where, backend.dtype_mode(), shape, dtype, tuple(plans), devices, like_at
+    )
+
+
+def clear() -> None:
+    """Forget every kept decision (tests compare warm answers with cold ones)."""
+    _memos.clear()

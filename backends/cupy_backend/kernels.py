@@ -24,6 +24,14 @@ Two kinds of kernel:
   ``then``/``else``/``out`` and the matching 2-16 bytes of a 1-byte ``cond``, in a
   grid-stride loop, with a scalar tail. Used only when :func:`vector_eligible`
   says so.
+
+The select family adds :class:`FamilySpec` objects (one ``ElementwiseKernel`` each,
+generated per case count): :func:`select_n_spec` (a ``switch`` on ``which``, bound with its own
+integer type, that flags an index out of range with ``atomicMin`` on a
+one-element array), :func:`index_check_spec` (the same check alone, run before
+a ``select_n`` that writes into ``out``) and :func:`select_cases_spec` (an
+``if``/``else`` chain over the conditions, each viewed as the unsigned integer
+of its item size). Values are raw bits, as above.
 """
 
 from __future__ import annotations

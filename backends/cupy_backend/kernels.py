@@ -481,17 +481,20 @@ class FamilySpec:
 
 
 def _which_param(which_dtype: Any, n: int) -> tuple[str, bool]:
-    """``which``'s parameter type and whether its indices need a range check."""
-    kind, size = _kind_and_itemsize(which_dtype)
-    if kind == "b":
+    """``which``'s parameter type and whether its indices need a range check.
+
+    Every integer dtype can hold an index out of range for at most
+    :data:`SELECT_N_MAX_CASES` cases (``uint8`` holds 255), so only a boolean
+    ``which`` goes unchecked.
+    """
+    if which_dtype.kind == "b":
         if n != 2:
             raise ValueError(f"a boolean which takes exactly 2 cases, got {n}")
         return COND_RAW_DTYPES[1], False
     name = str(which_dtype)
     if name not in _INDEX_DTYPES:
         raise ValueError(f"which dtype {which_dtype} is not a boolean or integer dtype")
-    high = (1 << (8 * size - (1 if kind == "i" else 0))) - 1
-    return name, kind == "i" or high >= n
+    return name, True
 
 
 def _value_raw(value_itemsize: int) -> str:
@@ -526,14 +529,12 @@ def select_n_spec(which_dtype: Any, n: int, value_itemsize: int) -> FamilySpec:
     which, checked = _which_param(which_dtype, n)
     raw = _value_raw(value_itemsize)
     cases = ", ".join(f"{raw} x{k}" for k in range(n))
-    label = "bool" if which_dtype.kind == "b" else which
-    if which_dtype.kind == "b":
-        operation = "z = (w != 0) ? x1 : x0;"
-    else:
+    if checked:
         lines = [f"case {k}: z = x{k}; break;" for k in range(n)]
-        # Unchecked only when the dtype cannot hold a bad index.
-        lines.append(_FLAG_BAD if checked else "default: break;")
-        operation = "switch (w) {\n" + "\n".join(lines) + "\n}"
+        operation = "switch (w) {\n" + "\n".join([*lines, _FLAG_BAD]) + "\n}"
+    else:
+        operation = "z = (w != 0) ? x1 : x0;"
+    label = which if checked else "bool"
     return FamilySpec(
         name=f"arrayselect_select_n{n}_{label}_v{value_itemsize}",
         in_params=f"{which} w, {cases}",
@@ -550,7 +551,7 @@ def index_check_spec(which_dtype: Any, n: int) -> FamilySpec:
     """
     which, checked = _which_param(which_dtype, n)
     if not checked:
-        raise ValueError(f"which of dtype {which_dtype} needs no check for {n} cases")
+        raise ValueError("a boolean which needs no index check")
     low = "w < 0 || " if which_dtype.kind == "i" else ""
     return FamilySpec(
         name=f"arrayselect_index_check{n}_{which}",

@@ -12,9 +12,13 @@ devices, the fast path) without a GPU. What it emulates, and how strictly:
 * ``ElementwiseKernel``: parses its parameter list and, like CuPy with fixed
   parameter types, refuses arguments whose dtype differs (so the backend must
   pass exact raw views: no casts); array arguments must be on the current
-  device; the output shape must be the broadcast shape. The body is computed with
-  ``numpy.where(c != 0, x, y)`` -- the C operation itself is tested separately by
-  ``test_cupy_kernels``.
+  device; the output shape must be the broadcast shape. ``select``'s body is
+  computed with ``numpy.where(c != 0, x, y)`` (its C operation is run separately
+  by ``test_cupy_kernels``). Any other operation (the select family's) is *run*:
+  compiled with the host C++ compiler inside a loop that binds each parameter
+  the way CuPy does (``const T &x`` per element, ``raw`` parameters as
+  pointers, the flat index ``i``, ``atomicMin`` done serially) over the operands
+  broadcast to the output shape in C order.
 * ``RawKernel``: compiles the *real* kernel source with the host C++ compiler
   (see ``_kernel_harness``) and runs every thread of the launch, with CUDA's
   limits on the block size checked.
@@ -24,6 +28,7 @@ Every launch is recorded in ``LAUNCHES`` as ``(kind, name, device, z, grid, bloc
 
 from __future__ import annotations
 
+import ctypes
 import re
 import types
 from pathlib import Path
@@ -121,21 +126,41 @@ def _check_on_current_device(args: tuple[Any, ...]) -> None:
             )
 
 
+_SELECT_OPERATION = "z = (c != 0) ? x : y;"
+_C_TYPES = {
+    "int8": "signed char",
+    "int16": "short",
+    "int32": "int",
+    "int64": "long long",
+    "uint8": "unsigned char",
+    "uint16": "unsigned short",
+    "uint32": "unsigned int",
+    "uint64": "unsigned long long",
+    "complex128": "thrust::complex<double>",
+}
+
+
 class ElementwiseKernel:
-    """Fixed-type element-wise kernel computing ``z = (c != 0) ? x : y``."""
+    """Fixed-type element-wise kernel: select's ``z = (c != 0) ? x : y``, or any other
+    operation run as C++ on the host (see the module docstring)."""
 
     def __init__(self, in_params: str, out_params: str, operation: str, name: str = "kernel"):
-        if operation != "z = (c != 0) ? x : y;":
-            raise NotImplementedError(f"the fake only runs the select operation: {operation!r}")
-        self.params = [tuple(p.split()) for p in (in_params + ", " + out_params).split(", ")]
-        assert [p[1] for p in self.params] == ["c", "x", "y", "z"], self.params
+        self.n_in = len(in_params.split(", "))
+        params = [p.split() for p in (in_params + ", " + out_params).split(", ")]
+        # (dtype, name, raw)
+        self.params = [(p[-2], p[-1], p[0] == "raw") for p in params]
+        self.operation = operation
+        if operation == _SELECT_OPERATION:
+            assert [p[1] for p in self.params] == ["c", "x", "y", "z"], self.params
         self.name = name
         _state.elementwise_created += 1
 
     def __call__(self, *args: Any) -> Any:
+        if self.operation != _SELECT_OPERATION:
+            return self._run(args)
         if len(args) != 4:
             raise TypeError(f"{self.name} takes 4 arguments, got {len(args)}")
-        for (dtype, pname), a in zip(self.params, args, strict=True):
+        for (dtype, pname, _), a in zip(self.params, args, strict=True):
             if type(a) in (bool, int, float, complex):
                 raise TypeError(f"{pname}: Python scalar {a!r} would be converted")
             if a.dtype != np.dtype(dtype):
@@ -150,6 +175,75 @@ class ElementwiseKernel:
         np.asarray(z)[...] = np.where(np.asarray(c) != 0, np.asarray(x), np.asarray(y))
         LAUNCHES.append(("elementwise", self.name, _state.current, z, None, None))
         return z
+
+    _libs: ClassVar[dict[str, Any]] = {}
+
+    def _source(self) -> str:
+        lines = []
+        for k, (dtype, pname, raw) in enumerate(self.params):
+            ctype = _C_TYPES[dtype]
+            if raw:
+                lines.append(f"{ctype}* {pname} = ({ctype}*)p[{k}];")
+            else:
+                const = "const " if k < self.n_in else ""
+                lines.append(f"{const}{ctype} &{pname} = (({const}{ctype}*)p[{k}])[i];")
+        body = "\n        ".join(lines)
+        return f"""
+inline unsigned long long atomicMin(unsigned long long* a, unsigned long long v) {{
+    const unsigned long long old = *a;  /* one thread at a time here */
+    if (v < old) *a = v;
+    return old;
+}}
+extern "C" void run(void** p, long long size) {{
+    for (long long i = 0; i < size; ++i) {{
+        {body}
+        {self.operation}
+    }}
+}}
+"""
+
+    def _run(self, args: tuple[Any, ...]) -> Any:
+        if len(args) != len(self.params):
+            raise TypeError(f"{self.name} takes {len(self.params)} arguments, got {len(args)}")
+        for (dtype, pname, _), a in zip(self.params, args, strict=True):
+            if not isinstance(a, ndarray):
+                raise TypeError(f"{pname}: {type(a).__name__} is not a (fake) cupy array")
+            if a.dtype != np.dtype(dtype):
+                raise TypeError(f"Type is mismatched. {pname} {a.dtype} {dtype}")
+        _check_on_current_device(args)
+        loop = [(p, a) for p, a in zip(self.params, args, strict=True) if not p[2]]
+        shape = np.broadcast_shapes(*(a.shape for _, a in loop))
+        outs = [
+            a
+            for k, (p, a) in enumerate(zip(self.params, args, strict=True))
+            if k >= self.n_in and not p[2]
+        ]
+        for z in outs:
+            if z.shape != shape:
+                raise ValueError(f"Out shape is mismatched: {shape} vs {z.shape}")
+        buffers = []
+        for (_, _, raw), a in zip(self.params, args, strict=True):
+            if raw:
+                assert a.flags.c_contiguous
+                buffers.append(np.asarray(a))
+            else:  # outputs start from their current contents: unwritten elements stay
+                buffers.append(np.ascontiguousarray(np.broadcast_to(np.asarray(a), shape)).copy())
+        source = kh.PRELUDE + self._source()
+        lib = self._libs.get(source)
+        if lib is None:
+            assert _state.build_dir is not None
+            directory = _state.build_dir / f"e{len(self._libs)}"
+            directory.mkdir()
+            lib = self._libs[source] = kh.build(directory, source)
+        pointers = (ctypes.c_void_p * len(buffers))(*(b.ctypes.data for b in buffers))
+        lib.run(pointers, ctypes.c_longlong(int(np.prod(shape, dtype=np.int64))))
+        for k, ((_, _, raw), a) in enumerate(zip(self.params, args, strict=True)):
+            if k >= self.n_in and not raw:
+                np.asarray(a)[...] = buffers[k]
+        LAUNCHES.append(
+            ("elementwise", self.name, _state.current, outs[0] if outs else None, None, None)
+        )
+        return outs[0] if outs else None
 
 
 class RawKernel:

@@ -4,7 +4,8 @@ References are ``cupy.where`` on raw-bit views (so any bit difference shows) and
 for the broadcasting modes, the NumPy backend on host copies. Run them with
 ``bash scripts/gpu_check.sh`` on a machine with an NVIDIA GPU.
 
-Status: written in a session without a GPU; not run yet.
+Status: written in sessions without a GPU; not run yet (the select family's
+tests at the end included).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import time
 from typing import Any
 
 import numpy as np
+import oracle
 import pytest
 from xp_helpers import ALL_DTYPES, numpy_dtype
 
@@ -347,3 +349,62 @@ def test_no_host_synchronization():
     assert busy and elapsed < 0.25, f"select waited for the GPU ({elapsed:.3f} s)"
     _assert_same_bits(results[0], expected)
     _assert_same_bits(results[3], expected)
+
+
+# ------------------------------------------------------------------ the select family
+
+
+def _host(a: Any) -> np.ndarray:
+    return cp.asnumpy(a)  # type: ignore[no-any-return]
+
+
+def _same_as_oracle(got: Any, expected: np.ndarray) -> None:
+    assert got.shape == expected.shape and got.dtype == expected.dtype
+    raw = np.ascontiguousarray(expected).reshape(-1).view(np.uint8)
+    np.testing.assert_array_equal(_host_bytes(got).reshape(-1), raw)
+
+
+@pytest.mark.parametrize("name", DTYPES)
+def test_select_n_every_dtype_against_the_oracle(name: str):
+    which = cp.asarray(RNG.integers(0, 3, (64, 1)).astype(np.int8))
+    cases = [_device_bits((64, 33), name), _device_bits((33,), name), _device_bits((), name)]
+    got = asel.select_n(which, *cases)
+    expected = oracle.oracle_select_n(cp.asnumpy(which), [_host(c) for c in cases])
+    _same_as_oracle(got, expected)
+
+
+@pytest.mark.parametrize("index", COND_DTYPES)
+def test_select_n_index_dtypes_and_out(index: str):
+    n = 2 if index == "bool" else 5
+    which = cp.asarray(RNG.integers(0, n, (300, 7)).astype(index))
+    cases = [_device_bits((300, 7), "float32") for _ in range(n)]
+    expected = oracle.oracle_select_n(cp.asnumpy(which), [_host(c) for c in cases])
+    out = cp.zeros((300, 7), cp.float32)
+    assert asel.select_n(which, *cases, out=out) is out
+    _same_as_oracle(out, expected)
+
+
+def test_select_n_out_of_range_on_the_gpu():
+    from arrayselect.plugin import index_error
+
+    which = cp.asarray(np.array([[1], [-3]], np.int32))
+    cases = [cp.arange(8.0).reshape(2, 4) + 10 * k for k in range(3)]
+    with pytest.raises(asel.SelectValueError) as info:
+        asel.select_n(which, *cases)
+    assert str(info.value) == str(index_error(-3, 3))
+    out = cp.full((2, 4), 7.5)
+    with pytest.raises(asel.SelectValueError):
+        asel.select_n(which, *cases, out=out)
+    assert bool((out == 7.5).all())  # untouched
+
+
+@pytest.mark.parametrize("name", DTYPES)
+def test_select_cases_every_dtype_against_the_oracle(name: str):
+    conds = [_conds(s, c) for s, c in [((50, 1), "bool"), ((1, 9), "int16"), ((50, 9), "uint64")]]
+    choices = [_device_bits((9,), name), _device_bits((50, 9), name), _device_bits((50, 1), name)]
+    default = _device_bits((), name)
+    got = asel.select_cases(conds, choices, default)
+    expected = oracle.oracle_select_cases(
+        [cp.asnumpy(c) for c in conds], [_host(c) for c in choices], _host(default)
+    )
+    _same_as_oracle(got, expected)

@@ -20,13 +20,14 @@ from typing import Any
 import _fake_cupy
 import arrayselect.backends
 import numpy as np
+import oracle
 import pytest
 from arrayselect.backends.cupy_backend import kernels as ck
 from xp_helpers import ALL_DTYPES, numpy_dtype
 
 import arrayselect as asel
 from arrayselect import _registry
-from arrayselect.plugin import check_devices
+from arrayselect.plugin import check_devices, index_error
 
 # The backend modules, wherever the package was installed from.
 BACKENDS = Path(arrayselect.backends.__file__).resolve().parent
@@ -326,3 +327,169 @@ def test_scalar_array_and_queries(cp: ModuleType):
         other = _on(cp, np.zeros(3))
     with pytest.raises(asel.SelectValueError, match="then is on GPU 0"):
         check_devices(backend, [("cond", like), ("then", other)])
+
+
+# ------------------------------------------------------------------ the select family
+# The family's kernels are *run* here: the fake compiles each one's real C operation
+# with the host compiler (see _fake_cupy), so these check the CUDA code's logic
+# against the index-arithmetic oracle, bit for bit.
+
+
+def _family_launches(cp: ModuleType) -> list[str]:
+    return [launch[1] for launch in cp.LAUNCHES]
+
+
+@pytest.mark.parametrize("name", DTYPES)
+def test_select_n_every_dtype_one_kernel(cp: ModuleType, name: str):
+    dtype = _dtype(name)
+    which = RNG.integers(0, 3, (4, 1)).astype(np.int8)
+    cases = [_bits(24, dtype).reshape(4, 6), _bits(6, dtype), _bits(1, dtype).reshape(())]
+    expected = oracle.oracle_select_n(which, cases)
+    for _ in range(2):
+        cp.LAUNCHES.clear()
+        got = asel.select_n(_on(cp, which), *(_on(cp, c) for c in cases))
+        assert type(got) is cp.ndarray
+        _same_bits(got, expected)
+        assert _family_launches(cp) == [f"arrayselect_select_n3_int8_v{dtype.itemsize}"]
+
+
+@pytest.mark.parametrize(
+    "index", ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
+)
+def test_select_n_index_dtypes_without_a_cast(cp: ModuleType, index: str):
+    n = 2 if index == "bool" else 5
+    which = RNG.integers(0, n, (3, 7)).astype(index)
+    cases = [_bits(21, np.dtype("float32")).reshape(3, 7) for _ in range(n)]
+    cp.LAUNCHES.clear()
+    got = asel.select_n(_on(cp, which), *(_on(cp, c) for c in cases))
+    _same_bits(got, oracle.oracle_select_n(which, cases))
+    assert _family_launches(cp) == [f"arrayselect_select_n{n}_{index}_v4"]
+    # Python scalars take the cases' dtype, as in select
+    got = asel.select_n(_on(cp, which), -0.0, *(_on(cp, c) for c in cases[1:]))
+    scalar = np.array(-0.0, np.float32).reshape(1, 1)
+    _same_bits(got, oracle.oracle_select_n(which, [scalar, *cases[1:]]))
+
+
+@pytest.mark.parametrize(("index", "bad"), [("int16", -1), ("int64", 3), ("uint64", 2**64 - 1)])
+def test_select_n_out_of_range_raises_after_the_pass(cp: ModuleType, index: str, bad: int):
+    dtype = np.dtype(index)
+    # which (2, 1) broadcast against cases (2, 4): the bad index at which[1, 0] is
+    # output position 4 and later; another bad value further on is not the first.
+    which = np.array([[1], [0]], dtype=dtype)
+    which[1, 0] = np.array(bad).astype(dtype)
+    cases = [_on(cp, np.arange(8.0).reshape(2, 4) + 10 * k) for k in range(3)]
+    message = str(index_error(bad, 3))
+    for _ in range(2):  # cold and warm
+        cp.LAUNCHES.clear()
+        with pytest.raises(asel.SelectValueError) as info:
+            asel.select_n(_on(cp, which), *cases)
+        assert str(info.value) == message
+        # one pass: the select kernel itself found it
+        assert _family_launches(cp) == [f"arrayselect_select_n3_{index}_v8"]
+        out = _on(cp, np.full((2, 4), 7.5))
+        cp.LAUNCHES.clear()
+        with pytest.raises(asel.SelectValueError) as info:
+            asel.select_n(_on(cp, which), *cases, out=out)
+        assert str(info.value) == message
+        _same_bits(out, np.full((2, 4), 7.5))  # out untouched: only the check ran
+        assert _family_launches(cp) == [f"arrayselect_index_check3_{index}"]
+    # the first bad index in C order is named
+    many = np.array([[0, 9, -4, 2]], dtype=np.int8)
+    with pytest.raises(asel.SelectValueError) as info:
+        asel.select_n(_on(cp, many), *cases[:1], 1.0, 2.0)
+    assert str(info.value) == str(index_error(9, 3))
+
+
+def test_select_n_out(cp: ModuleType):
+    which = RNG.integers(0, 3, 40).astype(np.uint8)
+    host = [_bits(40, np.dtype("float64")) for _ in range(3)]
+    expected = oracle.oracle_select_n(which, host)
+    # a fresh out, a strided out, out that is a case exactly (in place)
+    out = _on(cp, np.zeros(40))
+    assert asel.select_n(_on(cp, which), *(_on(cp, c) for c in host), out=out) is out
+    _same_bits(out, expected)
+    big = _on(cp, np.zeros(80))
+    asel.select_n(_on(cp, which), *(_on(cp, c) for c in host), out=big[::2])
+    _same_bits(big[::2], expected)
+    _same_bits(big[1::2], np.zeros(40))
+    cases = [_on(cp, c) for c in host]
+    assert asel.select_n(_on(cp, which), *cases, out=cases[1]) is cases[1]
+    _same_bits(cases[1], expected)
+    assert np.shares_memory(cp.LAUNCHES[-1][3], cases[1])
+    # partial overlap: a case shifted by one element against out -> a temporary
+    buf = _on(cp, np.concatenate([host[0], host[0][-1:]]))
+    out_view = buf[:-1]
+    cases = [buf[1:], _on(cp, host[1]), _on(cp, host[2])]
+    shifted = [np.asarray(buf[1:]).copy(), host[1], host[2]]
+    assert asel.select_n(_on(cp, which), *cases, out=out_view) is out_view
+    _same_bits(out_view, oracle.oracle_select_n(which, shifted))
+    assert not np.shares_memory(cp.LAUNCHES[-1][3], buf)
+
+
+def test_select_n_shapes_and_many_cases(cp: ModuleType):
+    # 0-d and zero-size
+    cases = [_on(cp, np.float32(k)) for k in range(4)]
+    got = asel.select_n(_on(cp, np.array(2, np.int32)), *cases)
+    assert got.shape == () and float(got) == 2.0
+    cp.LAUNCHES.clear()
+    empty = asel.select_n(_on(cp, np.zeros((0, 3), np.int32)), *cases)
+    assert empty.shape == (0, 3) and cp.LAUNCHES == []
+    # the most cases one kernel takes, then the core's chain beyond it
+    for n in (ck.SELECT_N_MAX_CASES, ck.SELECT_N_MAX_CASES + 1):
+        which = RNG.integers(0, n, 50).astype(np.int16)
+        host = [_bits(50, np.dtype("uint16")) for _ in range(n)]
+        cp.LAUNCHES.clear()
+        got = asel.select_n(_on(cp, which), *(_on(cp, c) for c in host))
+        _same_bits(got, oracle.oracle_select_n(which, host))
+        fused = [f"arrayselect_select_n{n}_int16_v2"] if n <= ck.SELECT_N_MAX_CASES else []
+        assert _family_launches(cp) == fused
+
+
+@pytest.mark.parametrize("name", DTYPES)
+def test_select_cases_every_dtype_one_kernel(cp: ModuleType, name: str):
+    dtype = _dtype(name)
+    conds = [RNG.integers(0, 2, s).astype(bool) for s in [(5, 1), (1, 6), (5, 6)]]
+    choices = [_bits(6, dtype), _bits(30, dtype).reshape(5, 6), _bits(5, dtype).reshape(5, 1)]
+    default = _bits(1, dtype).reshape(())
+    expected = oracle.oracle_select_cases(conds, choices, default)
+    for _ in range(2):
+        cp.LAUNCHES.clear()
+        got = asel.select_cases(
+            [_on(cp, c) for c in conds], [_on(cp, c) for c in choices], _on(cp, default)
+        )
+        _same_bits(got, expected)
+        assert _family_launches(cp) == [f"arrayselect_select_cases3_c111_v{dtype.itemsize}"]
+
+
+def test_select_cases_integer_conds_and_scalars(cp: ModuleType):
+    conds = [
+        _conds_top_bit(np.dtype("int16"), (4, 8)),
+        _conds_top_bit(np.dtype("uint64"), (8,)),
+        RNG.integers(0, 2, (4, 1)).astype(bool),
+    ]
+    choices = [_bits(32, np.dtype("int32")).reshape(4, 8), -7, _bits(4, np.dtype("int32"))[:1]]
+    cp.LAUNCHES.clear()
+    got = asel.select_cases(
+        [_on(cp, c) for c in conds],
+        [c if isinstance(c, int) else _on(cp, c) for c in choices],
+        3,
+    )
+    host = [np.asarray(c, np.int32) for c in choices]
+    expected = oracle.oracle_select_cases(conds, host, np.array(3, np.int32))
+    _same_bits(got, expected)
+    assert _family_launches(cp) == ["arrayselect_select_cases3_c281_v4"]
+    # beyond the most conditions one kernel takes: the core's chain, same result
+    n = ck.SELECT_CASES_MAX_CONDS + 1
+    many = [RNG.integers(0, 2, 9).astype(bool) for _ in range(n)]
+    values = [_bits(9, np.dtype("float32")) for _ in range(n)]
+    cp.LAUNCHES.clear()
+    got = asel.select_cases([_on(cp, c) for c in many], [_on(cp, v) for v in values], 0.5)
+    expected = oracle.oracle_select_cases(many, values, np.array(0.5, np.float32))
+    _same_bits(got, expected)
+    assert cp.LAUNCHES == []
+
+
+def _conds_top_bit(dtype: np.dtype[Any], shape: tuple[int, ...]) -> np.ndarray:
+    """Nonzero values with only the top bit set (a narrowing view would read 0)."""
+    raw = RNG.integers(0, 2, shape).astype(np.uint64) << np.uint64(8 * dtype.itemsize - 1)
+    return raw.astype(f"u{dtype.itemsize}").view(dtype)

@@ -10,7 +10,10 @@
   for sm_90 and checked for 16-byte loads and the absence of floating-point work;
 * with CuPy and NVRTC installed (no GPU): every kernel variant CuPy can generate,
   compiled by NVRTC as CuPy does for sm_80 and sm_90 (a canonical set; all of
-  them with ``ARRAYSELECT_CUPY_SWEEP=full``);
+  them with ``ARRAYSELECT_CUPY_SWEEP=full``): select's kernels and the select
+  family's (``select_n`` per case count and ``which`` dtype, its index check,
+  ``select_cases`` per condition mix; their C operations are *run* on the CPU by
+  ``test_cupy_backend_emulated``);
 * launch parameters, the eligibility rule, overlap analysis;
 * the registry entry, and that ``import arrayselect`` does not import CuPy.
 """
@@ -348,38 +351,58 @@ def _sweep() -> list[Variant]:
     return _all_variants() if os.environ.get(SWEEP_ENV) == "full" else _canonical_variants()
 
 
-def _cupy_elementwise_source(variant: Variant) -> str:
-    """The source CuPy generates for this variant (without the headers it prepends)."""
+def _cupy_kernel_source(
+    in_params: str,
+    out_params: str,
+    operation: str,
+    name: str,
+    layout: tuple[int, bool, bool],
+    scalar: int = -1,
+) -> str:
+    """The source CuPy generates for an ``ElementwiseKernel`` launch (without the
+    headers it prepends): every non-raw array argument has ``layout``'s dimension
+    count, contiguity and indexing (CuPy broadcasts them to one shape), the
+    argument at position ``scalar`` is a NumPy scalar, ``raw`` arguments are
+    1-d contiguous arrays (the family's flag).
+    """
     cupy = pytest.importorskip("cupy", reason="cupy is not installed")
     from cupy._core import _carray, _kernel, _scalar
 
-    spec = ck._elementwise_spec(variant.cond_size, variant.value_size)
-    in_params = _kernel._get_param_info(spec.in_params, True)
-    out_params = _kernel._get_param_info(spec.out_params, False)
-    dtypes = [np.dtype(spec.cond_dtype)] + [np.dtype(spec.value_dtype)] * 3
-    # Fixed parameter types accept exactly the raw views: CuPy adds no cast.
+    nd, i32, contiguous = layout
+    ins = _kernel._get_param_info(in_params, True)
+    outs = _kernel._get_param_info(out_params, False)
+    dtypes = [np.dtype(p.split()[-2]) for p in f"{in_params}, {out_params}".split(", ")]
+    # Fixed parameter types accept exactly these dtypes: CuPy adds no cast.
     in_types, out_types, type_map = _kernel._decide_params_type(
-        in_params, out_params, tuple(dtypes[:3]), tuple(dtypes[3:])
+        ins, outs, tuple(dtypes[: len(ins)]), tuple(dtypes[len(ins) :])
     )
     assert list(in_types) + list(out_types) == dtypes
-    for p, ctype in zip(
-        in_params + out_params, [spec.cond_ctype] + [spec.value_ctype] * 3, strict=True
-    ):
-        assert p.ctype == ctype
-    params = in_params + out_params + (_kernel.ParameterInfo("CIndexer _ind", False),)
-    scalar = {"arrays": -1, "then scalar": 1, "else scalar": 2}[variant.operands]
-    nd, i32 = variant.ndim, variant.index_32
+    for p, d in zip(ins + outs, dtypes, strict=True):
+        assert p.ctype == _scalar.get_typename(d)
+    params = ins + outs + (_kernel.ParameterInfo("CIndexer _ind", False),)
     arginfos = tuple(
         _kernel._ArgInfo(3, _scalar.CScalar, d, 0, True, True)  # a CScalar
         if k == scalar
-        else _kernel._ArgInfo(1, cupy.ndarray, d, nd, variant.contiguous, i32)  # an ndarray
-        for k, d in enumerate(dtypes)
+        else _kernel._ArgInfo(1, cupy.ndarray, d, 1, True, i32)  # a raw array
+        if p.raw
+        else _kernel._ArgInfo(1, cupy.ndarray, d, nd, contiguous, i32)  # an ndarray
+        for k, (p, d) in enumerate(zip(ins + outs, dtypes, strict=True))
     )
     arginfos += (_kernel._ArgInfo(2, _carray.Indexer, None, nd, True, i32),)
     return str(
-        _kernel._get_elementwise_kernel_code(
-            arginfos, type_map, params, spec.operation, spec.name, ""
-        )
+        _kernel._get_elementwise_kernel_code(arginfos, type_map, params, operation, name, "")
+    )
+
+
+def _cupy_elementwise_source(variant: Variant) -> str:
+    """The source CuPy generates for this variant of select's kernel."""
+    spec = ck._elementwise_spec(variant.cond_size, variant.value_size)
+    ctypes_ = [spec.cond_ctype] + [spec.value_ctype] * 3
+    assert [ck.C_TYPES[d] for d in [spec.cond_dtype] + [spec.value_dtype] * 3] == ctypes_
+    scalar = {"arrays": -1, "then scalar": 1, "else scalar": 2}[variant.operands]
+    layout = (variant.ndim, variant.index_32, variant.contiguous)
+    return _cupy_kernel_source(
+        spec.in_params, spec.out_params, spec.operation, spec.name, layout, scalar
     )
 
 
@@ -462,6 +485,186 @@ def test_vector_kernels_compile_with_nvrtc(nvrtc: Callable[..., bytes], arch: st
     spec = ck.vector_spec(1, value_size)
     assert spec is not None
     assert spec.name.encode() in nvrtc(spec.source, arch, False)
+
+
+# ------------------------------------------------------------------ the select family's kernels
+
+INDEX_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+VALUE_SIZES = tuple(ck.VALUE_RAW_DTYPES)
+_N_MAX, _CONDS_MAX = ck.SELECT_N_MAX_CASES, ck.SELECT_CASES_MAX_CONDS
+CASE_CONDS = ((1,), (1, 1, 1), (1, 2, 4, 8), (8, 1), (1,) * _CONDS_MAX)
+
+
+@dataclass(frozen=True)
+class FamilyVariant:
+    """One select-family kernel as CuPy generates it for a launch.
+
+    ``kind`` is ``"select_n"`` (``which`` dtype ``index``, ``n`` cases),
+    ``"check"`` (the index check ``select_n`` runs before writing into ``out``) or
+    ``"select_cases"`` (conditions of item sizes ``conds``). Every non-raw operand
+    has the launch's dimension count, contiguity and indexing (the core turns
+    Python scalars into 0-d arrays, and CuPy broadcasts all arrays to one shape).
+    """
+
+    kind: str
+    index: str
+    n: int
+    conds: tuple[int, ...]
+    value_size: int
+    ndim: int
+    index_32: bool
+    contiguous: bool
+
+    @property
+    def spec(self) -> ck.FamilySpec:
+        if self.kind == "select_n":
+            return ck.select_n_spec(np.dtype(self.index), self.n, self.value_size)
+        if self.kind == "check":
+            return ck.index_check_spec(np.dtype(self.index), self.n)
+        return ck.select_cases_spec(self.conds, self.value_size)
+
+    def __str__(self) -> str:
+        bits = 32 if self.index_32 else 64
+        layout = "contiguous" if self.contiguous else "strided"
+        return f"{self.spec.name} {self.ndim}-d {bits}-bit {layout}"
+
+
+_COMMON = {"ndim": 1, "index_32": True, "contiguous": True}
+_OTHER_LAYOUTS: list[dict[str, Any]] = [{"ndim": nd} for nd in VARIANT_DIMS if nd != 1]
+_OTHER_LAYOUTS += [{"index_32": False}, {"contiguous": False}]
+
+
+def _family_specs(full: bool) -> list[dict[str, Any]]:
+    """The family specs swept: in the canonical set every which dtype, value size,
+    condition item-size mix and the extreme counts once; all combinations when full."""
+    n_of = {"bool": (2,)} | {d: (1, 3, _N_MAX) for d in INDEX_DTYPES[1:]}
+    specs: list[dict[str, Any]] = []
+    for index in INDEX_DTYPES:
+        for n in n_of[index]:
+            for v in VALUE_SIZES:
+                if (
+                    full
+                    or (n in (2, 3) and v == 4)
+                    or (index == "int8" and n == 3)
+                    or (index == "int32" and n != 3 and v == 16)
+                ):
+                    specs.append({"kind": "select_n", "index": index, "n": n, "value_size": v})
+        if index != "bool":
+            specs.append({"kind": "check", "index": index, "n": 3})
+    for conds in CASE_CONDS:
+        for v in VALUE_SIZES:
+            if full or v == 4 or conds == (1, 1, 1):
+                specs.append({"kind": "select_cases", "conds": conds, "value_size": v})
+    return specs
+
+
+def _family_variant(spec: dict[str, Any], layout: dict[str, Any]) -> FamilyVariant:
+    fields = {"index": "", "n": len(spec.get("conds", ())), "conds": (), "value_size": 0}
+    fields |= spec | layout
+    return FamilyVariant(**fields)
+
+
+def _family_variants(full: bool) -> list[FamilyVariant]:
+    """Canonical: every spec in the commonest layout, and each other layout value
+    for the largest kernels (64 cases, 32 conditions: the most parameter space)
+    and the check. Full: every spec in every layout."""
+    specs = _family_specs(full)
+    variants = [_family_variant(spec, _COMMON) for spec in specs]
+    if full:
+        layouts = [
+            {"ndim": nd, "index_32": i32, "contiguous": c}
+            for nd, i32, c in itertools.product(VARIANT_DIMS, (True, False), (True, False))
+            if (nd, i32, c) != (1, True, True) and (nd > 0 or c)
+        ]
+        return variants + [_family_variant(s, lay) for s in specs for lay in layouts]
+    biggest = [
+        {"kind": "select_n", "index": "int32", "n": _N_MAX, "value_size": 16},
+        {"kind": "select_cases", "conds": (1,) * _CONDS_MAX, "value_size": 4},
+        {"kind": "check", "index": "uint64", "n": 3},
+    ]
+    return variants + [
+        _family_variant(s, _COMMON | change) for s in biggest for change in _OTHER_LAYOUTS
+    ]
+
+
+def _family_source(variant: FamilyVariant) -> str:
+    spec = variant.spec
+    layout = (variant.ndim, variant.index_32, variant.contiguous)
+    return _cupy_kernel_source(spec.in_params, spec.out_params, spec.operation, spec.name, layout)
+
+
+FAMILY_KINDS = ("select_n", "check", "select_cases")
+
+
+def test_family_specs():
+    """Names, parameter types and refusals of the family's kernel specs."""
+    spec = ck.select_n_spec(np.dtype("int16"), 3, 2)
+    assert spec.name == "arrayselect_select_n3_int16_v2" and spec.checked
+    assert spec.in_params == "int16 w, uint16 x0, uint16 x1, uint16 x2"
+    assert spec.out_params == "uint16 z, raw uint64 first"
+    boolean = ck.select_n_spec(np.dtype(bool), 2, 16)
+    assert boolean.name == "arrayselect_select_n2_bool_v16" and not boolean.checked
+    assert boolean.in_params.startswith("uint8 w, complex128 x0")
+    assert ck.select_n_spec(np.dtype("uint8"), 2, 4).checked  # uint8 can hold 2..255
+    check = ck.index_check_spec(np.dtype("uint32"), 5)
+    assert check.operation == "if (w >= 5) atomicMin(&first[0], (unsigned long long)i);"
+    assert "w < 0 ||" in ck.index_check_spec(np.dtype("int8"), 5).operation
+    cases = ck.select_cases_spec([2, 1], 8)
+    assert cases.name == "arrayselect_select_cases2_c21_v8"
+    assert cases.in_params == "uint16 c0, uint8 c1, uint64 x0, uint64 x1, uint64 d"
+    for bad in [
+        lambda: ck.select_n_spec(np.dtype(bool), 3, 4),
+        lambda: ck.select_n_spec(np.dtype("float32"), 3, 4),
+        lambda: ck.select_n_spec(np.dtype("int8"), 0, 4),
+        lambda: ck.select_n_spec(np.dtype("int8"), ck.SELECT_N_MAX_CASES + 1, 4),
+        lambda: ck.select_n_spec(np.dtype("int8"), 3, 3),
+        lambda: ck.index_check_spec(np.dtype(bool), 2),
+        lambda: ck.select_cases_spec([], 4),
+        lambda: ck.select_cases_spec([1] * (ck.SELECT_CASES_MAX_CONDS + 1), 4),
+        lambda: ck.select_cases_spec([3], 4),
+    ]:
+        with pytest.raises(ValueError):
+            bad()
+
+
+@pytest.mark.parametrize("arch", NVRTC_ARCHS)
+@pytest.mark.parametrize("kind", FAMILY_KINDS)
+def test_every_family_variant_compiles_with_nvrtc(
+    nvrtc: Callable[..., bytes], arch: str, kind: str
+):
+    """Each select-family variant of this kind in the sweep (canonical, or all with
+    ``ARRAYSELECT_CUPY_SWEEP=full``), compiled by NVRTC as CuPy would: the 64-case
+    and 32-condition kernels included, whose parameters pass 4 KiB."""
+    full = os.environ.get(SWEEP_ENV) == "full"
+    variants = [v for v in _family_variants(full) if v.kind == kind]
+    assert variants
+    for variant in variants:
+        binary = nvrtc(_family_source(variant), arch, True)
+        assert variant.spec.name.encode() in binary, f"{variant}: not in the sm_{arch} binary"
+
+
+def test_family_sweep_covers_each_axis():
+    """The canonical family set has every which dtype, value size, condition mix and
+    kind, and every layout value for each kind; the full set is every spec in every
+    layout."""
+    canonical, full = _family_variants(False), _family_variants(True)
+    assert set(canonical) <= set(full) and len(set(canonical)) == len(canonical)
+    assert len(full) == len(_family_specs(True)) * (1 + 4 * 2) * 2
+    names = {v.spec.name for v in canonical}
+    assert len(names) == len(_family_specs(False))
+    n_specs = [v for v in canonical if v.kind == "select_n"]
+    assert {v.index for v in n_specs} == set(INDEX_DTYPES)
+    assert {v.value_size for v in n_specs} == set(VALUE_SIZES)
+    assert {v.n for v in n_specs} == {1, 2, 3, _N_MAX}
+    assert {v.index for v in canonical if v.kind == "check"} == set(INDEX_DTYPES[1:])
+    case_specs = [v for v in canonical if v.kind == "select_cases"]
+    assert {v.conds for v in case_specs} == set(CASE_CONDS)
+    assert {v.value_size for v in case_specs} == set(VALUE_SIZES)
+    for kind in FAMILY_KINDS:
+        ours = [v for v in canonical if v.kind == kind]
+        assert {v.ndim for v in ours} == set(VARIANT_DIMS), kind
+        assert {v.index_32 for v in ours} == {True, False}, kind
+        assert {v.contiguous for v in ours} == {True, False}, kind
 
 
 def test_sweep_covers_each_axis():

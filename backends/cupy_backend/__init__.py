@@ -16,9 +16,13 @@ Select runs as one of a few kernels that move raw bits (see
   16-byte words (:func:`.kernels.vector_eligible`).
 * Python scalars reach the kernel by value (no host-to-device copy) on the fast
   path; on the general path they become 0-d arrays filled on the device.
+* ``select_n`` and ``select_cases`` run as one generated ``ElementwiseKernel``
+  per case count (:func:`.kernels.select_n_spec`,
+  :func:`.kernels.select_cases_spec`); an index out of range is flagged on the
+  device in the same pass and raised after it (the one host synchronization).
 * Kernels are created once (module-level caches guarded by a lock; CuPy compiles
   each once per device and keeps the binary on disk), launched on the current
-  stream of the inputs' device, and nothing here synchronizes with the host.
+  stream of the inputs' device, and nothing else here synchronizes with the host.
 
 GPU status: the code paths that launch kernels have not been run in the session
 that wrote them (no GPU there); ``scripts/gpu_check.sh`` runs the GPU tests and

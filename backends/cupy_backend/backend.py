@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -18,6 +19,7 @@ from arrayselect.plugin import (
     SelectPlan,
     Shape,
     SignatureCache,
+    index_error,
     register_cache,
 )
 
@@ -31,6 +33,7 @@ _COND_RAW: dict[int, np.dtype[Any]] = {k: np.dtype(v) for k, v in ck.COND_RAW_DT
 _lock = threading.Lock()
 _elementwise_kernels: dict[tuple[int, int], Any] = {}
 _vector_kernels: dict[int, Any] = {}
+_family_kernels: dict[ck.FamilySpec, Any] = {}
 _device_limits: dict[int, tuple[int, int]] = {}
 
 
@@ -65,6 +68,23 @@ def vector_kernel(spec: ck.VectorSpec) -> Any:
             if kernel is None:
                 kernel = cupy.RawKernel(spec.source, spec.name)
                 _vector_kernels[spec.value_itemsize] = kernel
+    return kernel
+
+
+def family_kernel(spec: ck.FamilySpec) -> Any:
+    """The ``cupy.ElementwiseKernel`` of a select-family spec (created once, then cached).
+
+    ``spec`` is a :class:`~arrayselect.backends.cupy_backend.kernels.FamilySpec`.
+    """
+    kernel = _family_kernels.get(spec)
+    if kernel is None:
+        with _lock:
+            kernel = _family_kernels.get(spec)
+            if kernel is None:
+                kernel = cupy.ElementwiseKernel(
+                    spec.in_params, spec.out_params, spec.operation, name=spec.name
+                )
+                _family_kernels[spec] = kernel
     return kernel
 
 
@@ -146,10 +166,7 @@ class CupyBackend(NumpyDtypes, Backend):
         ``then``/``else_`` are CuPy arrays of ``dtype`` or Python scalars that fit it.
         """
         device = int(cond.data.device_id)
-        if cupy.cuda.runtime.getDevice() != device:
-            with cupy.cuda.Device(device):
-                return self._execute(device, cond, then, else_, plan, dtype, out)
-        return self._execute(device, cond, then, else_, plan, dtype, out)
+        return _on_device(device, self._execute, device, cond, then, else_, plan, dtype, out)
 
     def _execute(
         self,
@@ -165,28 +182,12 @@ class CupyBackend(NumpyDtypes, Backend):
         cond_shape, then_shape, else_shape = plan.aligned
         if cond_shape is not None:
             cond = cond.reshape(cond_shape)
-        cond_raw = _COND_RAW[cond.dtype.itemsize]
-        c = cond if cond.dtype == cond_raw else cond.view(cond_raw)
+        c = _raw_view(cond, _COND_RAW[cond.dtype.itemsize])
         t = _raw_operand(then, then_shape, dtype, raw)
         e = _raw_operand(else_, else_shape, dtype, raw)
-        result = cupy.empty(plan.out_shape, dtype=dtype) if out is None else out
-        if result.size == 0:
-            return result
-        z = result if result.dtype == raw else result.view(raw)
-        if out is not None:
-            z_layout = _layout(z)
-            if any(
-                type(x) is cupy.ndarray and ck.overlap(_layout(x), z_layout) == "partial"
-                for x in (c, t, e)
-            ):
-                # An input overlaps out other than element for element: a kernel
-                # writing out in place could read already-written elements.
-                tmp = cupy.empty(plan.out_shape, dtype=raw)
-                self._launch(device, c, t, e, tmp)
-                z[...] = tmp
-                return result
-        self._launch(device, c, t, e, z)
-        return result
+        return _into(
+            plan.out_shape, dtype, out, (c, t, e), lambda z: self._launch(device, c, t, e, z)
+        )
 
     def _launch(self, device: int, c: Any, t: Any, e: Any, z: Any) -> None:
         """Launch the select kernel on raw views; ``z`` has the output shape."""
@@ -201,6 +202,123 @@ class CupyBackend(NumpyDtypes, Backend):
                 return
         elementwise_kernel(c.dtype.itemsize, z.dtype.itemsize)(c, t, e, z)
 
+    # ------------------------------------------------------------- the select family
+    def select_n(self, which: Any, cases: tuple[Any, ...], shape: Shape, out: Any) -> Any:
+        """``cases[which]`` in one kernel for this case count (see :mod:`.kernels`).
+
+        An index out of range lowers a 1-element device flag in the same pass; the
+        host reads it after the pass (one 8-byte copy, which waits for the kernel)
+        and raises :func:`~arrayselect.plugin.index_error` naming the first bad
+        index in C order. The new result is then dropped; with ``out`` the indices
+        are checked by a kernel that reads ``which`` alone before anything is
+        written, so ``out`` is left untouched.
+        """
+        if len(cases) > ck.SELECT_N_MAX_CASES:
+            return super().select_n(which, cases, shape, out)
+        return _on_device(int(which.data.device_id), self._select_n, which, cases, shape, out)
+
+    def _select_n(self, which: Any, cases: tuple[Any, ...], shape: Shape, out: Any) -> Any:
+        n = len(cases)
+        dtype = cases[0].dtype
+        raw = _VALUE_RAW[dtype.itemsize]
+        xs = tuple(_raw_view(c, raw) for c in cases)
+        w = which.view(_COND_RAW[1]) if which.dtype == np.bool_ else which
+        spec = ck.select_n_spec(which.dtype, n, dtype.itemsize)
+        kernel = family_kernel(spec)
+        if not spec.checked:
+            return _into(shape, dtype, out, (w, *xs), lambda z: kernel(w, *xs, z))
+        first = cupy.empty((1,), dtype=np.uint64)
+        first.fill(np.uint64(ck.NO_BAD_INDEX))
+        if out is not None and which.size:
+            family_kernel(ck.index_check_spec(which.dtype, n))(w, first)
+            _raise_bad_index(which, which.shape, first, n)  # positions in which itself
+        result = _into(shape, dtype, out, (w, *xs), lambda z: kernel(w, *xs, z, first))
+        if out is None:
+            _raise_bad_index(which, shape, first, n)
+        return result
+
+    def select_cases(
+        self, conds: tuple[Any, ...], choices: tuple[Any, ...], default: Any, shape: Shape
+    ) -> Any:
+        """The first true condition's choice, ``default`` where none is, in one kernel
+        for this condition count and these condition item sizes (see :mod:`.kernels`).
+        """
+        if len(conds) > ck.SELECT_CASES_MAX_CONDS:
+            return super().select_cases(conds, choices, default, shape)
+        device = int(default.data.device_id)
+        return _on_device(device, self._select_cases, conds, choices, default, shape)
+
+    def _select_cases(
+        self, conds: tuple[Any, ...], choices: tuple[Any, ...], default: Any, shape: Shape
+    ) -> Any:
+        dtype = default.dtype
+        raw = _VALUE_RAW[dtype.itemsize]
+        cs = tuple(_raw_view(c, _COND_RAW[c.itemsize]) for c in conds)
+        xs = tuple(_raw_view(x, raw) for x in (*choices, default))
+        spec = ck.select_cases_spec([c.itemsize for c in cs], dtype.itemsize)
+        kernel = family_kernel(spec)
+        return _into(shape, dtype, None, (), lambda z: kernel(*cs, *xs, z))
+
+
+def _on_device(device: int, run: Callable[..., Any], *args: Any) -> Any:
+    """``run(*args)`` with ``device`` current (kernels launch on the current device)."""
+    if cupy.cuda.runtime.getDevice() != device:
+        with cupy.cuda.Device(device):
+            return run(*args)
+    return run(*args)
+
+
+def _raw_view(x: Any, raw: np.dtype[Any]) -> Any:
+    """``x`` viewed as ``raw`` (same item size): any strides, no copy."""
+    return x if x.dtype == raw else x.view(raw)
+
+
+def _raise_bad_index(which: Any, shape: Shape, first: Any, n: int) -> None:
+    """Raise :func:`~arrayselect.plugin.index_error` if a kernel flagged a bad index.
+
+    ``first`` holds the flat C-order position (in ``shape``, the kernel's loop
+    shape: the broadcast shape, or ``which``'s own for the check kernel) of the
+    first bad index; reading it waits for the kernel. The value is read
+    from ``which`` at that position (broadcast dimensions at 0).
+    """
+    position = int(first[0])
+    if position == ck.NO_BAD_INDEX:
+        return
+    dims: tuple[int, ...] = shape  # type: ignore[assignment]  # CuPy: no unknown sizes
+    index = np.unravel_index(position, dims)
+    pad = len(index) - which.ndim
+    at = tuple(0 if d == 1 else int(index[pad + k]) for k, d in enumerate(which.shape))
+    raise index_error(int(which[at]), n)
+
+
+def _into(
+    shape: Shape, dtype: Any, out: Any, inputs: tuple[Any, ...], launch: Callable[[Any], None]
+) -> Any:
+    """The result of ``launch(z)``, a kernel writing the raw view ``z`` of ``shape``:
+    into ``out`` (returned) when given, else into a new array of ``dtype``.
+
+    An input that overlaps ``out`` other than element for element sends the result
+    through a temporary: a kernel writing ``out`` in place could read elements it
+    has already written.
+    """
+    raw = _VALUE_RAW[np.dtype(dtype).itemsize]
+    result = cupy.empty(shape, dtype=dtype) if out is None else out
+    if result.size == 0:
+        return result
+    z = result if result.dtype == raw else result.view(raw)
+    if out is not None:
+        z_layout = _layout(z)
+        if any(
+            type(x) is cupy.ndarray and ck.overlap(_layout(x), z_layout) == "partial"
+            for x in inputs
+        ):
+            tmp = cupy.empty(shape, dtype=raw)
+            launch(tmp)
+            z[...] = tmp
+            return result
+    launch(z)
+    return result
+
 
 def _raw_operand(x: Any, aligned: Shape | None, dtype: Any, raw: np.dtype[Any]) -> Any:
     """``x`` as its raw view (CuPy array) or raw NumPy scalar (Python scalar)."""
@@ -208,7 +326,7 @@ def _raw_operand(x: Any, aligned: Shape | None, dtype: Any, raw: np.dtype[Any]) 
         return np.asarray(x, dtype=dtype).view(raw)[()]
     if aligned is not None:
         x = x.reshape(aligned)
-    return x if x.dtype == raw else x.view(raw)
+    return _raw_view(x, raw)
 
 
 def create(xp: ModuleType) -> CupyBackend:

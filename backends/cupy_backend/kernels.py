@@ -24,6 +24,14 @@ Two kinds of kernel:
   ``then``/``else``/``out`` and the matching 2-16 bytes of a 1-byte ``cond``, in a
   grid-stride loop, with a scalar tail. Used only when :func:`vector_eligible`
   says so.
+
+The select family adds :class:`FamilySpec` objects (one ``ElementwiseKernel`` each,
+generated per case count): :func:`select_n_spec` (a ``switch`` on ``which``, bound with its own
+integer type, that flags an index out of range with ``atomicMin`` on a
+one-element array), :func:`index_check_spec` (the same check alone, run before
+a ``select_n`` that writes into ``out``) and :func:`select_cases_spec` (an
+``if``/``else`` chain over the conditions, each viewed as the unsigned integer
+of its item size). Values are raw bits, as above.
 """
 
 from __future__ import annotations
@@ -35,16 +43,23 @@ from typing import Any, Final, Literal
 __all__ = [
     "COND_RAW_DTYPES",
     "C_TYPES",
+    "NO_BAD_INDEX",
+    "SELECT_CASES_MAX_CONDS",
+    "SELECT_N_MAX_CASES",
     "VALUE_RAW_DTYPES",
     "VECTOR_BLOCK",
     "VECTOR_MIN_SIZE",
     "ArrayLayout",
     "ElementwiseSpec",
+    "FamilySpec",
     "VectorSpec",
     "byte_bounds",
     "elementwise_spec",
+    "index_check_spec",
     "is_c_contiguous",
     "overlap",
+    "select_cases_spec",
+    "select_n_spec",
     "vector_eligible",
     "vector_launch",
     "vector_spec",
@@ -422,3 +437,164 @@ def vector_eligible(
     if any(overlap(a, out) == "partial" for a in (cond, then, else_)):
         return None
     return spec
+
+
+# ------------------------------------------------------------------ the select family
+
+#: Most cases one ``select_n`` kernel takes, and most conditions one ``select_cases``
+#: kernel takes. Every operand is a kernel parameter (a ``CArray``: pointer, size,
+#: shape and strides, 96 bytes at 5 dimensions), and CUDA bounds a kernel's
+#: parameters (32764 bytes from CUDA 12.1 on Volta and newer, 4 KiB before). Beyond
+#: these counts the backend falls back to the core's chain of ``where``.
+SELECT_N_MAX_CASES: Final = 64
+SELECT_CASES_MAX_CONDS: Final = 32
+#: What the ``first`` flag of a ``select_n`` kernel holds when every index was in range.
+NO_BAD_INDEX: Final = (1 << 64) - 1
+
+_INDEX_DTYPES: Final = frozenset(
+    ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
+)
+
+
+@dataclass(frozen=True, slots=True)
+class FamilySpec:
+    """One ``cupy.ElementwiseKernel`` of the select family: its constructor's arguments.
+
+    Attributes
+    ----------
+    name
+        Kernel name (shown by profilers; unique per case count and operand types).
+    in_params, out_params, operation
+        The ``ElementwiseKernel`` strings. Parameter types are fixed, so CuPy
+        never casts: the backend passes raw views (and ``which`` as it is).
+    checked
+        Whether the kernel takes the ``raw uint64 first`` output: a 1-element
+        array, :data:`NO_BAD_INDEX` before the launch, that the kernel lowers
+        (``atomicMin``) to the flat C-order position of each index out of range.
+    """
+
+    name: str
+    in_params: str
+    out_params: str
+    operation: str
+    checked: bool
+
+
+def _which_param(which_dtype: Any, n: int) -> tuple[str, bool]:
+    """``which``'s parameter type and whether its indices need a range check.
+
+    Every integer dtype can hold an index out of range for at most
+    :data:`SELECT_N_MAX_CASES` cases (``uint8`` holds 255), so only a boolean
+    ``which`` goes unchecked.
+    """
+    if which_dtype.kind == "b":
+        if n != 2:
+            raise ValueError(f"a boolean which takes exactly 2 cases, got {n}")
+        return COND_RAW_DTYPES[1], False
+    name = str(which_dtype)
+    if name not in _INDEX_DTYPES:
+        raise ValueError(f"which dtype {which_dtype} is not a boolean or integer dtype")
+    return name, True
+
+
+def _value_raw(value_itemsize: int) -> str:
+    if value_itemsize not in VALUE_RAW_DTYPES:
+        raise ValueError(f"no raw type for the {value_itemsize}-byte values")
+    return VALUE_RAW_DTYPES[value_itemsize]
+
+
+# An index out of range writes nothing (the backend discards the result, or has
+# checked the indices before writing into out) and lowers `first` to the element's
+# flat position, so the backend names the first bad index in C order, as NumPy does.
+_FLAG_BAD = "default: atomicMin(&first[0], (unsigned long long)i);"
+
+
+def select_n_spec(which_dtype: Any, n: int, value_itemsize: int) -> FamilySpec:
+    """The ``select_n`` kernel for ``n`` cases (``1 <= n <= SELECT_N_MAX_CASES``).
+
+    ``which`` is bound with its own integer type (so ``switch`` compares the true
+    index, negative ones included; no cast pass) or, when boolean, as ``uint8``
+    tested with ``!= 0``. The cases and the output are the raw unsigned view of
+    ``value_itemsize`` bytes. CuPy binds the cases as const references, so only
+    the chosen case is loaded.
+
+    Raises
+    ------
+    ValueError
+        For a ``which`` that is not boolean or integer, a boolean ``which`` with
+        other than 2 cases, an unsupported case count or item size.
+    """
+    if not 1 <= n <= SELECT_N_MAX_CASES:
+        raise ValueError(f"select_n kernels take 1 to {SELECT_N_MAX_CASES} cases, got {n}")
+    which, checked = _which_param(which_dtype, n)
+    raw = _value_raw(value_itemsize)
+    cases = ", ".join(f"{raw} x{k}" for k in range(n))
+    if checked:
+        lines = [f"case {k}: z = x{k}; break;" for k in range(n)]
+        operation = "switch (w) {\n" + "\n".join([*lines, _FLAG_BAD]) + "\n}"
+    else:
+        operation = "z = (w != 0) ? x1 : x0;"
+    label = which if checked else "bool"
+    return FamilySpec(
+        name=f"arrayselect_select_n{n}_{label}_v{value_itemsize}",
+        in_params=f"{which} w, {cases}",
+        out_params=f"{raw} z, raw uint64 first" if checked else f"{raw} z",
+        operation=operation,
+        checked=checked,
+    )
+
+
+def index_check_spec(which_dtype: Any, n: int) -> FamilySpec:
+    """The kernel that only checks ``which`` against ``[0, n)`` (flagging like
+    :func:`select_n_spec`'s): run before a ``select_n`` that writes into ``out``,
+    so that a bad index leaves ``out`` untouched. It reads ``which`` alone.
+    """
+    which, checked = _which_param(which_dtype, n)
+    if not checked:
+        raise ValueError("a boolean which needs no index check")
+    low = "w < 0 || " if which_dtype.kind == "i" else ""
+    return FamilySpec(
+        name=f"arrayselect_index_check{n}_{which}",
+        in_params=f"{which} w",
+        out_params="raw uint64 first",
+        operation=f"if ({low}w >= {n}) atomicMin(&first[0], (unsigned long long)i);",
+        checked=True,
+    )
+
+
+def select_cases_spec(cond_itemsizes: Sequence[int], value_itemsize: int) -> FamilySpec:
+    """The ``select_cases`` kernel for conditions of these item sizes, in order.
+
+    Each condition is viewed as the unsigned integer of its item size and tested
+    with ``!= 0`` (booleans and every integer dtype, no cast pass); the choices,
+    the default and the output as the raw unsigned view of ``value_itemsize``
+    bytes. The first true condition's choice is stored, the default where none
+    is: an ``if``/``else`` chain, so a thread reads conditions only up to its
+    first true one, and one value.
+
+    Raises
+    ------
+    ValueError
+        For no condition, more than :data:`SELECT_CASES_MAX_CONDS`, or an item size
+        without a raw type.
+    """
+    n = len(cond_itemsizes)
+    if not 1 <= n <= SELECT_CASES_MAX_CONDS:
+        raise ValueError(
+            f"select_cases kernels take 1 to {SELECT_CASES_MAX_CONDS} conditions, got {n}"
+        )
+    if any(size not in COND_RAW_DTYPES for size in cond_itemsizes):
+        raise ValueError(f"no raw type for the condition item sizes {tuple(cond_itemsizes)}")
+    raw = _value_raw(value_itemsize)
+    conds = ", ".join(f"{COND_RAW_DTYPES[s]} c{k}" for k, s in enumerate(cond_itemsizes))
+    choices = ", ".join(f"{raw} x{k}" for k in range(n))
+    chain = [f"if (c{k} != 0) z = x{k};" for k in range(n)]
+    operation = "\nelse ".join([*chain, "z = d;"])
+    sizes = "".join(str(s) for s in cond_itemsizes)
+    return FamilySpec(
+        name=f"arrayselect_select_cases{n}_c{sizes}_v{value_itemsize}",
+        in_params=f"{conds}, {choices}, {raw} d",
+        out_params=f"{raw} z",
+        operation=operation,
+        checked=False,
+    )

@@ -198,14 +198,7 @@ class PortableBackend(Backend):
             cond = cond != 0
         result = xp.where(cond, then, else_)
         if out is not None:
-            try:
-                out[...] = result
-            except (RuntimeError, TypeError, ValueError) as exc:
-                # e.g. PyTorch refusing a leaf tensor that requires grad
-                raise SelectValueError(
-                    f"out cannot be written in place: {type(exc).__name__}: {exc}"
-                ) from exc
-            return out
+            return self.write_out(result, out)
         if result.dtype != then.dtype:
             result = xp.astype(result, then.dtype)  # NumPy byte-swapped inputs
         return result

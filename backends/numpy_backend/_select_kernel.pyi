@@ -16,8 +16,10 @@ def select(
     then_dims: Dims,
     else_dims: Dims,
     max_threads: int = 0,
+    on_openmp: bool = False,
     /,
 ) -> Any: ...
+def set_openmp(address: int, /) -> None: ...
 def select_n(which: Any, cases: tuple[Any, ...], out: Any, /) -> Any: ...
 def select_cases(
     conds: tuple[Any, ...], choices: tuple[Any, ...], default: Any, out: Any, /

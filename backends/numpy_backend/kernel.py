@@ -53,13 +53,15 @@ __all__ = [
     "register_threadpoolctl",
     "set_isa",
     "set_load_guard",
+    "set_openmp",
     "set_parallel_threshold",
     "shutdown_pool",
 ]
 
 #: ``kernel_select(cond, then, else_, out, out_shape, cond_dims, then_dims,
-#: else_dims[, max_threads])``: the compiled entry point; ``*_dims`` are the plan's
-#: :attr:`~arrayselect.plugin.SelectPlan.dims` (see the C source for the contract).
+#: else_dims[, max_threads[, on_openmp]])``: the compiled entry point; ``*_dims`` are
+#: the plan's :attr:`~arrayselect.plugin.SelectPlan.dims` (see the C source for the
+#: contract); a true ``on_openmp`` splits the call on the runtime of :func:`set_openmp`.
 kernel_select: Any
 
 #: ``explain(...)`` with the arguments of :data:`kernel_select`: how the kernel
@@ -122,6 +124,23 @@ def set_load_guard(on: bool) -> None:
     """
     if _k is not None:
         _k.set_load_guard(bool(on))
+
+
+def set_openmp(address: int) -> None:
+    """Split calls marked ``on_openmp`` on an OpenMP runtime's threads.
+
+    Parameters
+    ----------
+    address : int
+        The address of the runtime's ``GOMP_parallel`` (GNU libgomp's entry point,
+        which LLVM's libomp provides too); 0 for none: every call on the kernel's
+        own pool. The PyTorch backend passes the runtime torch's CPU ops run on, so
+        that a select between torch ops runs on the threads those ops left spinning
+        instead of competing with them for the cores (``docs/torch.md``). Without the
+        kernel this does nothing.
+    """
+    if _k is not None:
+        _k.set_openmp(int(address))
 
 
 def shutdown_pool() -> None:

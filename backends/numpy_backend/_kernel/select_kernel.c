@@ -14,6 +14,7 @@
 #include "sk_kernel.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* A fresh output array of `descr` with the memory order of the inputs. */
 static PyArrayObject *
@@ -126,7 +127,8 @@ fail: /* tuples free the items they hold and skip the slots still empty */
  */
 PyObject *
 sk_core(PyArray_Descr *descr, npy_intp csz, npy_intp strides[4][SK_MAXDIMS], char *in_data[3],
-        PyArrayObject *out_arr, int nd, const npy_intp *out_dims, int explain, int max_threads)
+        PyArrayObject *out_arr, int nd, const npy_intp *out_dims, int explain, int max_threads,
+        int on_openmp)
 {
     char *data[4];
     const npy_intp isz = descr->elsize;
@@ -202,6 +204,7 @@ sk_core(PyArray_Descr *descr, npy_intp csz, npy_intp strides[4][SK_MAXDIMS], cha
     if (!need_temp) {
         sk_prepare(&job, nd, out_dims, strides, data, isz, csz, alias[1], alias[2], alias[0]);
         job.max_threads = max_threads;
+        job.on_openmp = on_openmp;
         if (explain) {
             Py_DECREF(out);
             return sk_describe(&job, 0);
@@ -224,6 +227,7 @@ sk_core(PyArray_Descr *descr, npy_intp csz, npy_intp strides[4][SK_MAXDIMS], cha
     data[OP_O] = PyArray_BYTES(tmp);
     sk_prepare(&job, nd, out_dims, strides, data, isz, csz, 0, 0, 0);
     job.max_threads = max_threads;
+    job.on_openmp = on_openmp;
     if (explain) {
         Py_DECREF(tmp);
         Py_DECREF(out);
@@ -245,12 +249,15 @@ bad_out_shape:
 }
 
 /*
- * select(cond, then, else_, out, out_shape, cond_dims, then_dims, else_dims[, max_threads])
+ * select(cond, then, else_, out, out_shape, cond_dims, then_dims, else_dims[, max_threads[,
+ *        on_openmp]])
  *
  * The core has validated everything and made the plan (out_shape and, per
  * input, SelectPlan.dims or None for right-aligned); this checks again only
  * what would make the loops unsafe. max_threads (default 0: none) caps the
- * threads of this one call (the PyTorch backend passes torch's thread count).
+ * threads of this one call, and a true on_openmp (default false) splits it on
+ * the OpenMP runtime set by set_openmp, where one is (the PyTorch backend
+ * passes torch's thread count and true: see sk_pool.c).
  */
 static PyObject *
 sk_select_impl(PyObject *const *args, Py_ssize_t nargs, int explain)
@@ -261,12 +268,18 @@ sk_select_impl(PyObject *const *args, Py_ssize_t nargs, int explain)
     npy_intp out_dims[SK_MAXDIMS];
     int nd;
 
-    int max_threads = 0;
-    if (nargs != 8 && nargs != 9) {
-        PyErr_SetString(PyExc_TypeError, "select() takes 8 or 9 arguments");
+    int max_threads = 0, on_openmp = 0;
+    if (nargs < 8 || nargs > 10) {
+        PyErr_SetString(PyExc_TypeError, "select() takes 8 to 10 arguments");
         return NULL;
     }
-    if (nargs == 9) {
+    if (nargs == 10) {
+        on_openmp = PyObject_IsTrue(args[9]);
+        if (on_openmp < 0) {
+            return NULL;
+        }
+    }
+    if (nargs >= 9) {
         long cap = PyLong_AsLong(args[8]);
         if (cap == -1 && PyErr_Occurred()) {
             return NULL;
@@ -304,7 +317,7 @@ sk_select_impl(PyObject *const *args, Py_ssize_t nargs, int explain)
     }
     return sk_core(descr, PyArray_ITEMSIZE((PyArrayObject *)args[0]), strides, data,
                    args[3] == Py_None ? NULL : (PyArrayObject *)args[3], nd, out_dims, explain,
-                   max_threads);
+                   max_threads, on_openmp);
 }
 
 static PyObject *
@@ -390,6 +403,26 @@ sk_set_spin_us(PyObject *NPY_UNUSED(self), PyObject *args)
         return NULL;
     }
     sk_pool_configure(-1, worker * 1e-6, caller * 1e-6);
+    Py_RETURN_NONE;
+}
+
+/*
+ * set_openmp(address): the address of an OpenMP runtime's GOMP_parallel (an
+ * int; 0: none), on whose threads calls with a true on_openmp are split. The
+ * PyTorch backend passes the one torch runs on (sk_pool.c says why).
+ */
+static PyObject *
+sk_set_openmp(PyObject *NPY_UNUSED(self), PyObject *arg)
+{
+    void *address = PyLong_AsVoidPtr(arg);
+    if (address == NULL && PyErr_Occurred()) {
+        return NULL;
+    }
+    /* A data address to a function pointer: what dlsym's users do on every POSIX
+     * system and Windows (memcpy keeps -Wpedantic quiet). */
+    void (*gomp_parallel)(void (*)(void *), void *, unsigned, unsigned);
+    memcpy(&gomp_parallel, &address, sizeof(gomp_parallel));
+    sk_pool_set_openmp(gomp_parallel);
     Py_RETURN_NONE;
 }
 
@@ -554,6 +587,9 @@ static PyMethodDef sk_methods[] = {
     {"set_spin_us", sk_set_spin_us, METH_VARARGS,
      "set_spin_us(worker, caller): microseconds an idle worker spins for the next job,\n"
      "and the caller for the last workers, before sleeping (benchmarks)."},
+    {"set_openmp", sk_set_openmp, METH_O,
+     "set_openmp(address): split calls marked on_openmp on the OpenMP runtime whose\n"
+     "GOMP_parallel is at this address (an int; 0: none)."},
     {"shutdown_pool", sk_shutdown_pool, METH_NOARGS,
      "Stop and join the worker threads; the next parallel call starts them again."},
     {"pool_workers", sk_pool_workers_count, METH_NOARGS, "Worker threads running now."},

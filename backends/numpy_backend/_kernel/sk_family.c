@@ -854,6 +854,7 @@ sk_fam_run(sk_fam *F)
     J.isa = F->table->name;
     J.bpe = sk_fam_bpe(F);
     J.max_threads = 0;
+    J.on_openmp = 0;
     sk_execute(&J);
 }
 

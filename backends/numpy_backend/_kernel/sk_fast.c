@@ -588,7 +588,7 @@ sk_fast_select(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t nar
     }
     result = sk_core(descr, PyArray_ITEMSIZE((PyArrayObject *)cond), strides, data,
                      out == Py_None ? NULL : (PyArrayObject *)out, out_shape.nd, out_shape.dims,
-                     0, 0);
+                     0, 0, 0);
 done:
     Py_DECREF(descr);
     return result;

@@ -138,6 +138,7 @@ typedef struct {
     npy_intp tile_r, tile_w;        /* tiled iteration (transposes): rows x columns; 0: rows */
     npy_intp bpe;                   /* bytes the loops move per element (the cost model) */
     int max_threads;                /* the caller's cap on threads; 0: none */
+    int on_openmp;                  /* split on the OpenMP runtime set by sk_pool_set_openmp */
 } sk_job;
 
 /*
@@ -194,6 +195,9 @@ void sk_execute(const sk_job *J);
 void sk_pool_shutdown(void);
 void sk_pool_atfork_child(void);
 int sk_pool_workers(void);
+/* The OpenMP runtime whose threads run split jobs marked on_openmp: its
+ * GOMP_parallel, or NULL (every job on the kernel's own pool). With the GIL. */
+void sk_pool_set_openmp(void (*gomp_parallel)(void (*)(void *), void *, unsigned, unsigned));
 /* The room guard on or off, the spins in seconds; a negative value keeps a setting. */
 void sk_pool_configure(int load_guard, double worker_spin, double caller_spin);
 #ifndef SK_STANDALONE
@@ -225,7 +229,7 @@ int sk_check_dtypes(PyArray_Descr *descr, PyArray_Descr *cdescr);
  */
 PyObject *sk_core(PyArray_Descr *descr, npy_intp csz, npy_intp strides[4][SK_MAXDIMS],
                   char *in_data[3], PyArrayObject *out_arr, int nd, const npy_intp *out_dims,
-                  int explain, int max_threads);
+                  int explain, int max_threads, int on_openmp);
 
 PyObject *sk_fast_select(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *sk_remember(PyObject *self, PyObject *const *args, Py_ssize_t nargs);

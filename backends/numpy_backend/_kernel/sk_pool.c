@@ -40,6 +40,19 @@
  *
  * Only jobs big enough to split ever look at (2) and (3); a job run on fewer
  * threads because of them is counted (guarded_calls, cold_calls).
+ *
+ *  4. Another library's threads. PyTorch runs its CPU ops on an OpenMP
+ *     runtime whose idle threads spin for a while after each op (GNU
+ *     libgomp's default: until GOMP_SPINCOUNT spins). A select split on this
+ *     pool right after a torch op shares a core with such a spinning thread,
+ *     and a chunk whose thread loses its time slice holds the whole job up by
+ *     milliseconds: on 2 cores a select at 10^6 elements between torch.where
+ *     calls took 400-700 us on two threads, 180 on one, 100 alone. So a job
+ *     marked on_openmp (the PyTorch backend's) is split on that runtime's own
+ *     threads (its GOMP_parallel, set by sk_pool_set_openmp): the thread that
+ *     spins is the one that takes the work. Such a job is split by cost (1)
+ *     only: the runtime decides about waking its threads as it does for
+ *     torch's own ops.
  */
 #include "sk_kernel.h"
 
@@ -72,7 +85,7 @@
 npy_intp sk_parallel_min = SK_DEFAULT_PARALLEL_MIN;
 int sk_num_threads = 1;
 unsigned long long sk_calls = 0, sk_threaded_calls = 0, sk_temp_calls = 0;
-static unsigned long long sk_guarded_calls = 0, sk_cold_calls = 0;
+static unsigned long long sk_guarded_calls = 0, sk_cold_calls = 0, sk_openmp_calls = 0;
 static npy_intp sk_worker_spin_ns = SK_WORKER_SPIN_NS, sk_caller_spin_ns = SK_CALLER_SPIN_NS;
 static int sk_load_guard = 1;
 /* Diagnostics (pool owner only): seconds the caller worked, and the runs' wall time. */
@@ -464,6 +477,50 @@ sk_pool_workers(void)
 
 #endif /* SK_HAVE_THREADS */
 
+/* GOMP_parallel of the OpenMP runtime set by sk_pool_set_openmp (see (4) above),
+ * or NULL. Set with the GIL held; each job reads it once. */
+typedef void (*sk_gomp_parallel_fn)(void (*)(void *), void *, unsigned, unsigned);
+static sk_gomp_parallel_fn sk_gomp_parallel = NULL;
+
+void
+sk_pool_set_openmp(sk_gomp_parallel_fn gomp_parallel)
+{
+    SK_STORE(sk_gomp_parallel, gomp_parallel);
+}
+
+/* A job split on the OpenMP runtime: every thread of the team claims chunks. */
+typedef struct {
+    const sk_job *J;
+    npy_intp chunk;
+    sk_os_intp next; /* next flat index to claim (atomic) */
+} sk_openmp_work;
+
+static void
+sk_openmp_body(void *arg)
+{
+    sk_openmp_work *w = (sk_openmp_work *)arg;
+    for (;;) {
+        const npy_intp start = sk_atomic_fetch_add_intp(&w->next, w->chunk);
+        if (start >= w->J->total) {
+            return;
+        }
+        sk_run_range(w->J, start, w->J->total - start > w->chunk ? start + w->chunk : w->J->total);
+    }
+}
+
+/* Run a job on up to `parts` threads of the OpenMP runtime. Returns 0 if none is set. */
+static int
+sk_run_openmp(const sk_job *J, int parts)
+{
+    const sk_gomp_parallel_fn gomp_parallel = SK_LOAD(sk_gomp_parallel);
+    if (gomp_parallel == NULL) {
+        return 0;
+    }
+    sk_openmp_work work = {J, sk_chunk_for(J, parts), 0};
+    gomp_parallel(sk_openmp_body, &work, (unsigned)parts, 0); /* returns when the team is done */
+    return 1;
+}
+
 void
 sk_execute(const sk_job *J)
 {
@@ -475,12 +532,13 @@ sk_execute(const sk_job *J)
         return;
     }
     Py_BEGIN_ALLOW_THREADS
+    if (parts > 1 && J->on_openmp && sk_run_openmp(J, parts)) {
+        threaded = 2;
+    }
 #if SK_HAVE_THREADS
-    if (parts > 1) {
+    if (parts > 1 && !threaded) {
         threaded = sk_run_parallel(J, parts);
     }
-#else
-    (void)parts;
 #endif
     if (!threaded) {
         sk_run_range(J, 0, J->total);
@@ -493,6 +551,7 @@ sk_execute(const sk_job *J)
     Py_END_ALLOW_THREADS
     if (threaded) {
         sk_threaded_calls++;
+        sk_openmp_calls += threaded == 2;
     }
 }
 
@@ -530,8 +589,9 @@ sk_pool_stats(void)
     const int allowed = 1, guard = 0;
     const unsigned long long samples = 0, changes = 0;
 #endif
-    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:d,s:d,s:i,s:d,s:i,s:K,s:K,s:d,s:d}", "calls",
-                         sk_calls, "threaded_calls", sk_threaded_calls, "temporary_calls",
+    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:d,s:d,s:i,s:d,s:i,s:K,s:K,s:d,s:d}",
+                         "calls", sk_calls, "threaded_calls", sk_threaded_calls,
+                         "openmp_calls", sk_openmp_calls, "temporary_calls",
                          sk_temp_calls, "guarded_calls", sk_guarded_calls, "cold_calls",
                          sk_cold_calls, "caller_work_s",
                          sk_worked_s, "threaded_wall_s", sk_wall_s, "load_guard", guard,

@@ -23,13 +23,13 @@ from importlib.machinery import ModuleSpec
 from types import ModuleType
 from typing import Any
 
-__all__ = ["create_on_import"]
+__all__ = ["create_on_import", "on_import"]
 
 
 class _Loader(importlib.abc.Loader):
     """The library's own loader, with ``then`` called once the module has run."""
 
-    def __init__(self, loader: Any, then: Callable[[], object]) -> None:
+    def __init__(self, loader: Any, then: list[Callable[[], object]]) -> None:
         self._loader = loader
         self._then = then
 
@@ -39,8 +39,9 @@ class _Loader(importlib.abc.Loader):
 
     def exec_module(self, module: ModuleType) -> None:
         self._loader.exec_module(module)
-        with contextlib.suppress(Exception):  # never break the user's import
-            self._then()
+        for then in self._then:
+            with contextlib.suppress(Exception):  # never break the user's import
+                then()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._loader, name)
@@ -50,7 +51,7 @@ class _Finder(importlib.abc.MetaPathFinder):
     """Finds nothing itself: wraps the loader of the libraries it watches."""
 
     def __init__(self) -> None:
-        self.watched: dict[str, Callable[[], object]] = {}
+        self.watched: dict[str, list[Callable[[], object]]] = {}
         self._busy = threading.local()
 
     def find_spec(
@@ -80,15 +81,21 @@ def create_on_import(library: str, create: Callable[[], object]) -> None:
     Parameters
     ----------
     library : str
-        A top-level module name (``"torch"``).
+        A module name (``"torch"``, or a submodule: ``"torch._dynamo"``).
     create : callable
-        Creates the backend; its errors are swallowed (the backend is then
-        created when arrays arrive, as for every other library).
+        Creates the backend (or whatever must follow the import); its errors are
+        swallowed (the backend is then created when arrays arrive, as for every
+        other library).
     """
     if library in sys.modules:
         with contextlib.suppress(Exception):
             create()
         return
-    _finder.watched[library] = create
+    _finder.watched.setdefault(library, []).append(create)
     if _finder not in sys.meta_path:
         sys.meta_path.insert(0, _finder)
+
+
+#: What a plugin calls (:func:`arrayselect.plugin.on_import`): the same, by a name
+#: that does not speak of backends.
+on_import = create_on_import

@@ -22,7 +22,9 @@ this module, and so can a plugin (see ``docs/plugins.md``):
 * :func:`index_error`, the error a backend's ``select_n`` raises for an index out
   of range (the select family's methods of :class:`Backend` have portable
   defaults; a backend overrides them to fuse);
-* :func:`register_backend` and :func:`active_backend`.
+* :func:`register_backend` and :func:`active_backend`; :func:`on_import`, for what must
+  follow a library's import without importing it (the torch backend's registration
+  with ``torch._dynamo``, a second of import that only ``torch.compile`` needs).
 
 A plan, for example:
 
@@ -53,6 +55,7 @@ from arrayselect._errors import (
     index_error,
 )
 from arrayselect._fastpath import Run, SignatureCache
+from arrayselect._import_hook import on_import
 from arrayselect._registry import (
     ENTRY_POINT_GROUP,
     FastPath,
@@ -105,6 +108,7 @@ __all__ = [
     "numpy_dtype_kind",
     "numpy_float_max",
     "numpy_int_range",
+    "on_import",
     "on_settings_change",
     "portable_forced",
     "register_backend",

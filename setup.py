@@ -1,13 +1,16 @@
-"""Build the package's two C extensions.
+"""Build the package's three C extensions.
 
 * ``arrayselect._fastcall``: the hit path of the core's fast-path protocol;
-* ``arrayselect.backends.numpy_backend._select_kernel``: the NumPy backend's kernel.
+* ``arrayselect.backends.numpy_backend._select_kernel``: the NumPy backend's kernel;
+* ``arrayselect.backends._torch_fields``: the torch backend's recent-call check
+  (it reads tensors through libtorch's C functions, found at run time: it needs
+  neither torch nor its headers to build).
 
 Everything else about the package is declared in ``pyproject.toml``; this file
 only adds the C extensions, built by the ordinary setuptools build backend for
 ``pip install .``, ``pip install -e .`` and the sdist alike.
 
-Both extensions are optional: if one fails to build (no C compiler, say), the
+All three extensions are optional: if one fails to build (no C compiler, say), the
 install goes on without it and prints one warning (:data:`_MISSING_WARNING`);
 the package then runs the same calls through NumPy and Python. With
 ``ARRAYSELECT_REQUIRE_KERNEL=1`` (set by CI, ``scripts/`` and wheel builds) a
@@ -61,6 +64,9 @@ _EXT_NAMES = {
     "arrayselect._fastcall": "the compiled fast path (arrayselect._fastcall)",
     "arrayselect.backends.numpy_backend._select_kernel": (
         "the compiled NumPy kernel (arrayselect.backends.numpy_backend._select_kernel)"
+    ),
+    "arrayselect.backends._torch_fields": (
+        "the compiled recent-call check of the torch backend (arrayselect.backends._torch_fields)"
     ),
 }
 
@@ -140,7 +146,7 @@ class BuildExt(build_ext):  # type: ignore[misc]
 
 
 def _required() -> bool:
-    """``ARRAYSELECT_REQUIRE_KERNEL=1``: a failed build of either extension is an error."""
+    """``ARRAYSELECT_REQUIRE_KERNEL=1``: a failed build of any extension is an error."""
     return os.environ.get("ARRAYSELECT_REQUIRE_KERNEL", "") not in ("", "0")
 
 
@@ -179,6 +185,7 @@ setup(
             include_dirs=[np.get_include(), _KERNEL],
             define_macros=_KERNEL_MACROS,
         ),
+        Extension("arrayselect.backends._torch_fields", sources=["backends/torch_fields.c"]),
     ],
     cmdclass={"build_ext": BuildExt},
 )

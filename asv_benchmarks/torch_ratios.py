@@ -16,12 +16,14 @@ Targets (issue 21):
     select, then 5 of torch.where, over and over; each side's time per call)
   * under torch.compile at 10^3: select <= 1.05x torch.where compiled the same way
 
-Rows without a target: the eager rows again with the fast path's recent-call check
-off (the signature cache alone, as in a torch where Dynamo's TensorGuards is not
-verified); calls cycling through 2 and through 5 signatures (1 to 5 elements; the
-check holds the last 2); 10^7 elements; the kernel alone on the tensors' memory (NumPy
-views, no validation, no backend), the most the eager path can reach; torch.compile
-at 10^6.
+Rows without a target: the eager rows again with each other design of the fast path's
+recent-call check that is verified here (``torch_backend.RECENT_CHECKS``: libtorch's C
+readers, "fields", used by default; Dynamo's TensorGuards) and with none (the
+signature cache alone, as in a torch where neither is verified); calls cycling through
+2 and through 5 signatures (1 to 5 elements; the check holds the last 2); 10^7
+elements; the kernel alone on the tensors' memory (NumPy views, no validation, no
+backend, on the kernel's own threads), the most the eager path could reach before the
+torch backend split its calls on torch's OpenMP threads; torch.compile at 10^6.
 """
 
 from __future__ import annotations
@@ -100,27 +102,36 @@ def _where(c: Any, a: Any, b: Any) -> Any:
     return torch.where(c, a * 2, b) + 1
 
 
-def _without_recent_calls(xp: Any) -> Any:
-    backend = torch_backend.TorchBackend()
-    backend.recent_calls = False
-    return backend
+def _with_check(design: str | None) -> Callable[[Any], Any]:
+    """A backend factory whose fast path uses the recent-call check ``design``."""
+
+    def factory(xp: Any) -> Any:
+        backend = torch_backend.TorchBackend()
+        backend.recent_calls = design
+        return backend
+
+    return factory
 
 
 def _signature_rows(repeats: int) -> list[tuple[str, float, float, str]]:
-    """Per-call rows of the fast path's recent-call check: off, and over many signatures."""
+    """Per-call rows of the fast path's other recent-call checks and of none, and over
+    many signatures."""
     rows = []
-    asel.register_backend("torch", _without_recent_calls)
-    try:
-        for n in (1, 100, 1000):
-            c, a, b = _inputs(n)
-            ours, peer = _interleaved(
-                functools.partial(asel.select, c, a, b),
-                functools.partial(torch.where, c, a, b),
-                repeats,
-            )
-            rows.append((f"{n:>8} elements, cache only", ours, peer, "info"))
-    finally:
-        asel.register_backend("torch", None)
+    verified = [name for name, (make, _) in torch_backend.RECENT_CHECKS.items() if make]
+    for design in [name for name in verified if name != torch_backend.RECENT_CHECK] + [None]:
+        asel.register_backend("torch", _with_check(design))
+        try:
+            for n in (1, 100, 1000):
+                c, a, b = _inputs(n)
+                ours, peer = _interleaved(
+                    functools.partial(asel.select, c, a, b),
+                    functools.partial(torch.where, c, a, b),
+                    repeats,
+                )
+                label = f"{design} check" if design else "cache only"
+                rows.append((f"{n:>8} elements, {label}", ours, peer, "info"))
+        finally:
+            asel.register_backend("torch", None)
     for count in (2, 5):
         calls = [_inputs(n) for n in range(1, count + 1)]
 
@@ -141,7 +152,8 @@ def main() -> None:
     args = parser.parse_args()
     print(
         f"torch {torch.__version__}, torch threads {torch.get_num_threads()}, arrayselect "
-        f"threads {asel.get_num_threads()}, load average {os.getloadavg()[0]:.2f}, "
+        f"threads {asel.get_num_threads()}, recent-call check "
+        f"{torch_backend.RECENT_CHECK}, load average {os.getloadavg()[0]:.2f}, "
         f"{args.repeats} repeats, medians"
     )
     rows = []
@@ -173,7 +185,7 @@ def main() -> None:
                 functools.partial(torch.where, c, a, b),
                 args.repeats,
             )
-            rows.append((" the kernel alone, no backend", ours, peer, "info"))
+            rows.append((" the kernel alone, own pool", ours, peer, "info"))
     rows += _signature_rows(args.repeats)
     for n, target in ((10**3, "<= 1.05x"), (10**6, "info")):
         c, a, b = _inputs(n)

@@ -26,13 +26,17 @@ Each validated call takes one of two routes:
 
 Validation is the core's, on the general path and on the fast path
 (:class:`~arrayselect.plugin.SignatureCache`, keyed by shape, dtype, device and
-layout, with a check of the last two signatures in front of it: one C call per
-signature, see ``docs/torch.md``). Under ``torch.compile`` the fast path steps
-aside and the general path runs, which Dynamo traces without a graph break.
+layout, with a check of the last two signatures in front of it:
+:mod:`~arrayselect.backends.torch_recent`). Large kernel calls are split on the
+threads of the OpenMP runtime torch itself runs on (see ``docs/torch.md``). Under
+``torch.compile`` the fast path steps aside: a call on three tensors is one call in
+Dynamo's graph, which it does not trace into, and any other call takes the general
+path, which it traces without a graph break (:mod:`~arrayselect.backends.torch_dynamo`).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 from collections.abc import Callable, Sequence
@@ -42,8 +46,10 @@ from typing import Any
 import array_api_compat.torch as _compat_torch
 import numpy as np
 import torch
+from arrayselect.backends import torch_native, torch_recent
 from arrayselect.backends.numpy_backend.family import select_n as numpy_select_n
-from arrayselect.backends.numpy_backend.kernel import KERNEL_MISSING, kernel_select
+from arrayselect.backends.numpy_backend.kernel import KERNEL_MISSING, kernel_select, set_openmp
+from arrayselect.backends.torch_dynamo import allow_in_graph, trace_as, traced_fast_path
 
 from arrayselect.plugin import (
     PYTHON_SCALARS,
@@ -57,10 +63,21 @@ from arrayselect.plugin import (
     SignatureCache,
     get_num_threads,
     num_threads_chosen,
+    on_import,
     register_cache,
 )
 
-__all__ = ["KERNEL_MIN_SIZE", "TorchBackend", "create", "unsupported_layout"]
+__all__ = [
+    "KERNEL_MIN_SIZE",
+    "OPENMP",
+    "OPENMP_MISSING",
+    "RECENT_CHECK",
+    "RECENT_CHECKED_DTYPES",
+    "RECENT_CHECKS",
+    "TorchBackend",
+    "create",
+    "unsupported_layout",
+]
 
 #: Smallest output (elements) sent to the kernel. Below it ``torch.where`` on the
 #: tensors is faster than viewing them as NumPy arrays and back (the crossover
@@ -133,108 +150,24 @@ def unsupported_layout(x: Any) -> tuple[str, str] | None:
     return None
 
 
-#: Torch versions (major.minor) on which the recent-call check may use Dynamo's
-#: ``TensorGuards``; on any other it is not used, whatever the probes say.
-GUARDS_VERIFIED_ON = ("2.13",)
+#: The address of ``GOMP_parallel`` of the OpenMP runtime torch's CPU ops run on (0:
+#: none), and why none. Large kernel calls are split on that runtime's threads: after
+#: each torch op they spin for a while, and a split on the kernel's own threads would
+#: compete with them for the cores (see docs/torch.md).
+OPENMP, OPENMP_MISSING = torch_native.openmp_parallel()
+set_openmp(OPENMP)
 
+# Dynamo is imported by torch.compile (a second of imports): registered then.
+on_import("torch._dynamo", allow_in_graph)
 
-def _probe_tensors() -> list[Any]:
-    """Tensors that differ from one another in exactly what a signature must tell
-    apart: every dtype, the CPU and meta devices, 0-d, views with other strides or
-    offsets, conjugate and negative views, requires_grad, a Parameter, a sparse tensor.
-    """
-    probes: list[Any] = []
-    for dtype in _KINDS:
-        if dtype == torch.complex32:  # "experimental": creating one warns
-            continue
-        for device in ("cpu", "meta"):
-            probes.append(torch.zeros((2, 3), dtype=dtype, device=device))
-    base = torch.zeros((2, 3))
-    probes += [
-        torch.zeros(()),
-        torch.zeros((1,)),
-        torch.zeros((3, 2)),
-        torch.zeros((6,)),
-        base.t(),
-        base[:, :2],
-        base[:, 1:],
-        base[0],
-        base.expand(2, 2, 3),
-        torch.zeros((2, 3), requires_grad=True),
-        torch.nn.Parameter(torch.zeros((2, 3))),
-        torch.zeros((2, 3), dtype=torch.complex64).conj(),
-        torch.zeros((2, 3))._neg_view(),
-        torch.zeros((2, 3)).to_sparse(),
-        torch.zeros((), device="meta"),
-    ]
-    if torch.backends.mkldnn.is_available():  # type: ignore[no-untyped-call]
-        probes.append(torch.zeros((2, 3)).to_mkldnn())
-    return probes
-
-
-def _same_signature(x: Any, y: Any) -> bool:
-    """What the recent-call check must answer, from torch's Python attributes."""
-    if type(x) is not type(y) or x.layout != y.layout:
-        return False
-    strided = x.layout == torch.strided
-    return bool(
-        x.shape == y.shape
-        and x.dtype == y.dtype
-        and x.device == y.device
-        and x.requires_grad == y.requires_grad
-        and x.is_conj() == y.is_conj()
-        and x.is_neg() == y.is_neg()
-        and (not strided or x.stride() == y.stride())
-    )
-
-
-def _guard(guards: Any, *tensors: Any) -> Any:
-    """A ``guards`` (``TensorGuards``) with every size and stride of ``tensors`` static."""
-    return guards(
-        *tensors,
-        dynamic_dims_sizes=[list(t.shape) for t in tensors],
-        dynamic_dims_strides=[list(t.stride()) for t in tensors],
-    )
-
-
-def _load_tensor_guards() -> tuple[Any, str | None]:
-    """Dynamo's ``TensorGuards`` (one C call reads type, dispatch keys (device type,
-    layout, conjugate/negative bits), dtype, device index, requires_grad, sizes and
-    strides of several tensors), or ``None`` and why it is not used.
-
-    It is private to PyTorch, so it is used only on a torch version it was checked
-    on, and only if, on probe tensors, it answers exactly as torch's Python attributes
-    do for every pair (a cached signature then stands for what the core's key fixes).
-    """
-    version = ".".join(torch.__version__.split("+")[0].split(".")[:2])
-    if version not in GUARDS_VERIFIED_ON:
-        return None, f"torch {torch.__version__} is not one of {GUARDS_VERIFIED_ON}"
-    try:
-        from torch._C._dynamo.guards import TensorGuards
-
-        probes = _probe_tensors()
-        for x in probes:
-            guard = _guard(TensorGuards, x) if x.layout == torch.strided else None
-            for y in probes:
-                expected = _same_signature(x, y)
-                if guard is None:
-                    continue
-                if bool(guard.check(y)) != expected:
-                    return None, f"TensorGuards disagrees with torch on {x!r} and {y!r}"
-        # Three tensors, each checked against its own position (distinct objects:
-        # TensorGuards answers False when one object is passed twice).
-        a, b, c = probes[0], torch.nn.Parameter(torch.zeros(2)), probes[0].clone()
-        three = _guard(TensorGuards, a, b, c)
-        if not three.check(c, b, a) or three.check(b, a, c) or three.check(a, b, probes[1]):
-            return None, "TensorGuards misreads a call of three tensors"
-    except Exception as exc:  # any failure: the cache alone, as without it
-        return None, f"{type(exc).__name__}: {exc}"
-    return TensorGuards, None
-
-
-#: Dynamo's TensorGuards when verified (see :func:`_load_tensor_guards`), else
-#: ``None``; and why not.
-TENSOR_GUARDS, TENSOR_GUARDS_MISSING = _load_tensor_guards()
+#: The recent-call check's designs, verified on this torch (see
+#: :mod:`~arrayselect.backends.torch_recent`): design -> (maker, None) or (None, why not).
+#: The dtypes the recent-call checks were verified on (every dtype the backend serves).
+RECENT_CHECKED_DTYPES = tuple(_KINDS)
+RECENT_CHECKS = torch_recent.load_designs(RECENT_CHECKED_DTYPES)
+#: The design a new backend's fast path uses: the first verified, or ``None`` (the
+#: signature cache alone).
+RECENT_CHECK = next((name for name, (make, _) in RECENT_CHECKS.items() if make), None)
 
 
 def _torch_is_watching() -> bool:
@@ -309,10 +242,10 @@ class TorchBackend(Backend):
 
     def __init__(self) -> None:
         self.kernel_min_size = KERNEL_MIN_SIZE if KERNEL_MISSING is None else sys.maxsize
-        #: Whether the fast path checks the last signatures first with one C call
-        #: (Dynamo's TensorGuards, where :data:`TENSOR_GUARDS` has it), read when
+        #: The recent-call check the fast path asks first (a design of
+        #: :data:`RECENT_CHECKS`, or ``None``: the signature cache alone), read when
         #: the fast path is made.
-        self.recent_calls = TENSOR_GUARDS is not None
+        self.recent_calls: str | None = RECENT_CHECK
         self._fast = SignatureCache(
             self, _ARRAY_TYPES, None, prepare=self._prepare, devices_in_signature=True
         )
@@ -451,6 +384,7 @@ class TorchBackend(Backend):
             plan.out_shape,
             *plan.dims,
             threads,
+            True,  # on torch's OpenMP threads, where OPENMP has them
         )
         if out is not None:
             return out
@@ -479,61 +413,55 @@ class TorchBackend(Backend):
     def fast_path(self) -> FastPath:
         cached = self._fast.fast_path().call
         lookup = self._fast.lookup
-        guards = TENSOR_GUARDS if self.recent_calls else None
-        # The recent-call check: the last two signatures of calls on three tensors
-        # without out, each (auto_broadcast, axis, cond_broadcast, TensorGuards.check,
-        # what the cache runs for it). One C call reads what the cache's key reads
-        # (and strides and requires_grad, which only make it miss more often), so a
-        # hit runs what the cache would have run, without building the cache's key.
-        never = object()  # no call's option is this object: an empty slot never matches
-        # recent[0]: the last signature, recent[1]: the one before
-        recent: list[tuple[Any, Any, Any, Any, Any]] = [(never, never, never, None, None)] * 2
         misses = [0]
-        self._recent = recent  # for tests: what the check holds
+        recent: torch_recent.RecentCallCheck | None = None
 
         def remember(cond: Any, then: Any, else_: Any, ab: Any, axis: Any, cb: Any) -> None:
             # On the 1st, 2nd, 4th, 8th... miss, and every 64th: looking the entry up
-            # and building a check cost about 5 us, which calls cycling through many
-            # signatures would otherwise pay on every call (calls that hit count
-            # no misses: a new signature waits for at most 64 of its calls).
+            # and reading the signature cost a few microseconds, which calls cycling
+            # through many signatures would otherwise pay on every call (calls that
+            # hit count no misses: a new signature waits for at most 64 of its calls).
             misses[0] += 1
             m = misses[0]
             if (m & (m - 1) and m & 63) or type(then) not in _ARRAY_TYPES:
                 return
-            if type(else_) not in _ARRAY_TYPES:
+            if type(else_) not in _ARRAY_TYPES or recent is None:
                 return
             found = lookup(cond, then, else_, ab, axis, cb, None)
             if found is not None and found[0].then_range is None is found[0].else_range:
-                check = _guard(guards, cond, then, else_).check
-                recent[1], recent[0] = recent[0], (ab, axis, cb, check, found[1])
+                recent.remember(cond, then, else_, ab, axis, cb, found[1])
 
-        def fast(cond: Any, then: Any, else_: Any, ab: Any, axis: Any, cb: Any, out: Any) -> Any:
-            # Under torch.compile the general path runs (Dynamo traces it, reading
-            # this as a constant True); the checks and the cached path are C, which
-            # Dynamo cannot follow.
-            if _is_dynamo_compiling():
-                return NotImplemented
-            if out is None and guards is not None:
-                try:
-                    # TensorGuards reads the strides of every tensor it is given, and
-                    # a nested tensor's abort the process (a C++ error it does not
-                    # catch): those never reach it.
-                    plain = not (cond.is_nested or then.is_nested or else_.is_nested)
-                except Exception:  # a Python scalar, a subclass's own answer: the cache
-                    plain = False
-                if plain:
-                    a, x, c, check, run = recent[0]
-                    if ab is a and axis is x and cb is c and check(cond, then, else_):
-                        return run(cond, then, else_)
-                    a, x, c, check, run = recent[1]
-                    if ab is a and axis is x and cb is c and check(cond, then, else_):
-                        return run(cond, then, else_)
-            if _is_compiling():  # exporting (non-strict): the general path too
+        def after_recent(
+            cond: Any, then: Any, else_: Any, ab: Any, axis: Any, cb: Any, out: Any
+        ) -> Any:
+            """The fast path after the recent-call check missed (or without one)."""
+            if _is_compiling():  # exporting (non-strict): the general path
                 return NotImplemented
             result = cached(cond, then, else_, ab, axis, cb, out)
-            if guards is not None and out is None and result is not NotImplemented:
+            if recent is not None and out is None and result is not NotImplemented:
                 remember(cond, then, else_, ab, axis, cb)
             return result
+
+        recent = torch_recent.make_check(RECENT_CHECKS, self.recent_calls, after_recent)
+        self._recent = recent  # for tests: what the check holds
+        traced = traced_fast_path(_ARRAY_TYPES)  # what Dynamo follows instead
+        c_fast_path = getattr(recent, "fast_path", None)
+        if c_fast_path is not None:
+            # The whole fast path in C: a held signature runs from there, anything
+            # else goes on to after_recent.
+            on_import("torch._dynamo", functools.partial(trace_as, c_fast_path, traced))
+            return FastPath(_ARRAY_TYPES, c_fast_path)
+
+        def fast(cond: Any, then: Any, else_: Any, ab: Any, axis: Any, cb: Any, out: Any) -> Any:
+            # Dynamo reads this as a constant True: it follows `traced` (the check and
+            # the cached path are C, which it cannot follow).
+            if _is_dynamo_compiling():
+                return traced(cond, then, else_, ab, axis, cb, out)
+            if out is None and recent is not None:
+                result = recent(cond, then, else_, ab, axis, cb)
+                if result is not NotImplemented:
+                    return result
+            return after_recent(cond, then, else_, ab, axis, cb, out)
 
         return FastPath(_ARRAY_TYPES, fast)
 

@@ -4,15 +4,15 @@
 #
 #   windows (wine)  mingw-w64, against Windows Python (Debian's python3.11 source:
 #                   Include/ and PC/pyconfig.h) and NumPy (its win_amd64 wheel):
-#                   both extensions with -Werror, the .pyd files link (an import
+#                   the three extensions with -Werror, the .pyd files link (an import
 #                   library made by dlltool from the symbols they use) and export
 #                   PyInit_* and threadpoolctl's two entry points; the harness
 #                   (loops, plans, thread pool) runs under Wine
-#   macos arm64     zig cc: both extensions with -Werror against the macOS NumPy
+#   macos arm64     zig cc: the three extensions with -Werror against the macOS NumPy
 #   macos x86_64    wheels' headers, linked as bundles (-undefined dynamic_lookup)
 #   aarch64 (qemu)  zig cc: the harness, static for aarch64-linux-musl, under
 #                   qemu-user-static
-#   musl            zig cc: both extensions for x86_64-linux-musl against the
+#   musl            zig cc: the three extensions for x86_64-linux-musl against the
 #                   musllinux NumPy wheel's headers; the harness runs natively
 #
 # One line per platform, then a summary; exit status 1 if any failed. Installs
@@ -104,15 +104,22 @@ run_check() { # name function: one line, PASS or FAIL with the log's tail
   fi
 }
 
-# extensions CC... : compile both extensions' C files with -Werror into $EXT_DIR
+# The one-file extensions: object folder under $EXT_DIR, and source.
+declare -A SINGLE=([fastcall]=src/arrayselect/_fastcall.c [torch_fields]=backends/torch_fields.c)
+EXTS=(kernel "${!SINGLE[@]}")
+
+# extensions CC... : compile the three extensions' C files with -Werror into $EXT_DIR
 compile_extensions() {
-  local cc=("$@") f
-  rm -rf "$EXT_DIR" && mkdir -p "$EXT_DIR/kernel" "$EXT_DIR/fastcall"
+  local cc=("$@") f ext
+  rm -rf "$EXT_DIR" && mkdir -p "$EXT_DIR/kernel"
   for f in $KERNEL/*.c; do
     "${cc[@]}" "${CFLAGS[@]}" "${INCLUDES[@]}" -I$KERNEL -c "$f" \
       -o "$EXT_DIR/kernel/$(basename "${f%.c}").o"
   done
-  "${cc[@]}" "${CFLAGS[@]}" "${INCLUDES[@]}" -c src/arrayselect/_fastcall.c -o "$EXT_DIR/fastcall/_fastcall.o"
+  for ext in "${!SINGLE[@]}"; do
+    mkdir -p "$EXT_DIR/$ext"
+    "${cc[@]}" "${CFLAGS[@]}" "${INCLUDES[@]}" -c "${SINGLE[$ext]}" -o "$EXT_DIR/$ext/_$ext.o"
+  done
 }
 
 check_windows() {
@@ -126,18 +133,21 @@ check_windows() {
   {
     echo "LIBRARY python${PYVER/./}.dll"
     echo EXPORTS
-    x86_64-w64-mingw32-nm -u "$EXT_DIR"/kernel/*.o "$EXT_DIR"/fastcall/*.o |
+    x86_64-w64-mingw32-nm -u "$EXT_DIR"/*/*.o |
       awk '{print $NF}' | sed 's/^__imp_//' | grep -E '^_?Py' | sort -u
   } > "$EXT_DIR/python.def"
   x86_64-w64-mingw32-dlltool -d "$EXT_DIR/python.def" -l "$EXT_DIR/libpython.a"
   "${cc[@]}" -shared -s -o "$EXT_DIR/_select_kernel.pyd" "$EXT_DIR"/kernel/*.o "$EXT_DIR/libpython.a"
-  "${cc[@]}" -shared -s -o "$EXT_DIR/_fastcall.pyd" "$EXT_DIR"/fastcall/*.o "$EXT_DIR/libpython.a"
+  local ext
+  for ext in "${!SINGLE[@]}"; do
+    "${cc[@]}" -shared -s -o "$EXT_DIR/_$ext.pyd" "$EXT_DIR/$ext"/*.o "$EXT_DIR/libpython.a"
+    x86_64-w64-mingw32-objdump -p "$EXT_DIR/_$ext.pyd" | grep -qw "PyInit__$ext"
+  done
   local exports
   exports=$(x86_64-w64-mingw32-objdump -p "$EXT_DIR/_select_kernel.pyd" | sed -n '/\[Ordinal\/Name Pointer\] Table/,/^$/p')
   for sym in PyInit__select_kernel arrayselect_get_num_threads arrayselect_set_num_threads; do
     grep -qw "$sym" <<< "$exports" || { echo "_select_kernel.pyd does not export $sym"; return 1; }
   done
-  x86_64-w64-mingw32-objdump -p "$EXT_DIR/_fastcall.pyd" | grep -qw PyInit__fastcall
   # the harness under Wine (static: no mingw DLLs to find)
   "$PY" tests/_c_harness.py "$EXT_DIR/kernel_harness.exe" x86_64-w64-mingw32-gcc -static
   "$WINE" "$EXT_DIR/kernel_harness.exe" 20 | tee "$EXT_DIR/harness.txt"
@@ -154,11 +164,11 @@ check_macos() { # arch
   EXT_DIR=$OUT/macos-$arch
   local target=${arch/arm64/aarch64}-macos.11.0
   compile_extensions "${ZIG[@]}" cc -target "$target"
-  for ext in kernel fastcall; do
+  for ext in "${EXTS[@]}"; do
     "${ZIG[@]}" cc -target "$target" -shared -undefined dynamic_lookup \
       -o "$EXT_DIR/$ext.so" "$EXT_DIR/$ext"/*.o
   done
-  echo "both extensions -Werror, linked ($(file -b "$EXT_DIR/kernel.so" | cut -d, -f1))"
+  echo "three extensions -Werror, linked ($(file -b "$EXT_DIR/kernel.so" | cut -d, -f1))"
 }
 check_macos_arm64() { check_macos arm64; }
 check_macos_x86_64() { check_macos x86_64; }
@@ -177,12 +187,12 @@ check_musl() {
   INCLUDES=(-I"$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')" -I"$npinc")
   EXT_DIR=$OUT/musl
   compile_extensions "${ZIG[@]}" cc -target x86_64-linux-musl -fPIC
-  for ext in kernel fastcall; do
+  for ext in "${EXTS[@]}"; do
     "${ZIG[@]}" cc -target x86_64-linux-musl -shared -o "$EXT_DIR/$ext.so" "$EXT_DIR/$ext"/*.o
   done
   "$PY" tests/_c_harness.py "$EXT_DIR/kernel_harness" "${ZIG[@]}" cc -target x86_64-linux-musl -static
   "$EXT_DIR/kernel_harness" 18 > "$EXT_DIR/harness.txt"
-  echo "both extensions -Werror, linked; harness $(grep -o '^loops: [0-9]* cases on [a-z0-9 ]*' "$EXT_DIR/harness.txt"), $(tail -1 "$EXT_DIR/harness.txt")"
+  echo "three extensions -Werror, linked; harness $(grep -o '^loops: [0-9]* cases on [a-z0-9 ]*' "$EXT_DIR/harness.txt"), $(tail -1 "$EXT_DIR/harness.txt")"
 }
 
 run_check "windows (wine)" check_windows

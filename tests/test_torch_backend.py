@@ -291,6 +291,43 @@ def test_errors_inside_compile_are_the_eager_errors() -> None:
         assert str(traced.value) == str(eager.value)
 
 
+def test_fullgraph_errors_carry_the_core_s_error() -> None:
+    """With ``fullgraph=True`` Dynamo raises its own ``Unsupported``; the core's error
+    (the same class and message as eagerly) is in its chain of causes."""
+    c, a = torch.rand(4) < 0.5, torch.rand(4)
+    torch._dynamo.reset()
+    compiled = torch.compile(_select3, fullgraph=True, backend="eager")
+    for other in (torch.rand(5), torch.rand(4, dtype=torch.float64)):
+        with pytest.raises(asel.SelectError) as eager:
+            asel.select(c, a, other)
+        with pytest.raises(Exception) as traced:
+            compiled(c, a, other)
+        chain = [traced.value]
+        while chain[-1].__cause__ is not None:
+            chain.append(chain[-1].__cause__)
+        ours = [e for e in chain if type(e) is type(eager.value)]
+        assert ours and str(ours[0]) == str(eager.value), chain
+
+
+def test_dynamo_puts_one_call_in_its_graph() -> None:
+    """Dynamo does not trace the core (its guards would be checked before every run):
+    the graph it hands the backend holds one call of ``select_in_graph``."""
+    from arrayselect.backends import torch_dynamo
+
+    torch._dynamo.reset()
+    assert torch_dynamo.ALLOWED[0]  # torch._dynamo is imported: registered
+    targets: list[Any] = []
+
+    def backend(gm: Any, example_inputs: Any) -> Any:
+        targets.extend(n.target for n in gm.graph.nodes if n.op == "call_function")
+        return gm.forward
+
+    compiled = torch.compile(_select3, fullgraph=True, backend=backend)
+    c, a, b = torch.rand(4) < 0.5, torch.rand(4), torch.rand(4)
+    assert torch.equal(compiled(c, a, b), torch.where(c, a, b))
+    assert targets == [torch_dynamo.select_in_graph]
+
+
 @pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
 def test_python_floats_inside_compile(dynamic: bool) -> None:
     c, a = torch.rand(4) < 0.5, torch.rand(4)
@@ -303,7 +340,8 @@ def test_python_floats_inside_compile(dynamic: bool) -> None:
 @pytest.mark.parametrize("order", ["arrayselect first", "torch first"])
 def test_compile_as_the_first_call_in_a_process(order: str) -> None:
     """The backend exists before the first trace (it is created when torch is
-    imported), so a first call inside torch.compile neither breaks nor warns."""
+    imported), so a first call inside torch.compile neither breaks nor warns; and
+    its call is registered with Dynamo when torch.compile imports it."""
     imports = ["import arrayselect as asel", "import torch"]
     code = (
         "\n".join(imports if order == "arrayselect first" else imports[::-1])
@@ -313,6 +351,8 @@ warnings.simplefilter("error")  # any warning, from us or from tracing us, fails
 f = torch.compile(lambda c, a: asel.select(c, a, 0.0), fullgraph=True, backend="eager")
 c, a = torch.tensor([True, False]), torch.tensor([1.0, 2.0])
 assert f(c, a).tolist() == [1.0, 0.0]
+from arrayselect.backends import torch_dynamo
+assert torch_dynamo.ALLOWED[0]  # registered when torch.compile imported torch._dynamo
 """
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -397,7 +437,40 @@ print(capped, chosen)
     assert done.stdout.split() == ["0", "1"], done.stdout
 
 
-# -- the recent-call check of the fast path (Dynamo's TensorGuards, verified at import)
+def test_kernel_splits_on_torch_s_openmp_threads() -> None:
+    # A split torch call runs on the OpenMP runtime torch runs on (its spinning
+    # threads take the work), a NumPy call on the kernel's own pool; a torch without
+    # OpenMP, or a build without the kernel, says why not.
+    if torch_backend.OPENMP == 0:
+        assert torch_backend.OPENMP_MISSING or kernel.KERNEL_MISSING
+        pytest.skip(f"no OpenMP runtime to split on: {torch_backend.OPENMP_MISSING}")
+    if kernel.KERNEL_MISSING is not None:
+        pytest.skip(f"no kernel: {kernel.KERNEL_MISSING}")
+    code = """
+import torch, numpy as np, arrayselect as asel
+from arrayselect.backends.numpy_backend import kernel
+kernel.set_parallel_threshold(0)
+kernel.set_load_guard(False)
+asel.set_num_threads(2)
+g = torch.Generator().manual_seed(5)
+c, a, b = torch.rand(300000, generator=g) < 0.5, torch.rand(300000, generator=g), torch.rand(300000)
+counts = []
+for x in ((c, a, b), (c.numpy(), a.numpy(), b.numpy())):
+    stats = kernel.kernel_stats()
+    r = asel.select(*x)
+    assert np.array_equal(np.asarray(r), np.where(c.numpy(), a.numpy(), b.numpy()))
+    after = kernel.kernel_stats()
+    counts += [after[k] - stats[k] for k in ("threaded_calls", "openmp_calls")]
+print(*counts)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    # torch: split, on OpenMP; NumPy: split, on the kernel's pool
+    assert done.stdout.split() == ["1", "1", "1", "0"], done.stdout
+
+
+# -- the recent-call check of the fast path (libtorch's C readers or Dynamo's
+# TensorGuards, verified at import)
 
 
 def _outcome(fn: Any, *args: Any) -> Any:
@@ -457,16 +530,17 @@ def _recent_check_cases() -> list[tuple[Any, ...]]:
     ]
 
 
-@pytest.mark.parametrize("recent_calls", [True, False], ids=["tensor-guards", "cache-only"])
-def test_recent_call_check_never_changes_an_answer(recent_calls: bool) -> None:
+@pytest.mark.parametrize("design", [*torch_backend.RECENT_CHECKS, None])
+def test_recent_call_check_never_changes_an_answer(design: str | None) -> None:
     # The registered backend (what validation caches for); a fast path of its own.
     backend = asel.backend_for(torch.tensor([True]), torch.zeros(1), torch.zeros(1))
-    if recent_calls and torch_backend.TENSOR_GUARDS is None:
-        pytest.skip(f"TensorGuards not used here: {torch_backend.TENSOR_GUARDS_MISSING}")
+    if design is not None and torch_backend.RECENT_CHECKS[design][0] is None:
+        pytest.skip(f"{design} not used here: {torch_backend.RECENT_CHECKS[design][1]}")
     saved = backend.recent_calls
-    backend.recent_calls = recent_calls
+    backend.recent_calls = design
     try:
         fast = backend.fast_path().call
+        recent = backend._recent
     finally:
         backend.recent_calls = saved
 
@@ -481,35 +555,80 @@ def test_recent_call_check_never_changes_an_answer(recent_calls: bool) -> None:
         for args in cases:
             for _ in range(5):
                 assert _outcome(through_fast, *args) == _outcome(_general, *args), args
-    held = [entry for entry in backend._recent if entry[3] is not None]
-    assert len(held) == (2 if recent_calls else 0)
+    assert (recent is None) == (design is None)
+    if recent is not None:
+        assert recent.held() == 2
+        recent.forget()
+        assert recent.held() == 0
+        c = torch.tensor([True, False, True])
+        assert recent(c, c, c, "numpy", -1, "unidirectional") is NotImplemented
 
 
 def _general(c: Any, t: Any, e: Any, ab: str, axis: int, cb: str) -> Any:
     return asel.plugin.select_general(c, t, e, auto_broadcast=ab, axis=axis, cond_broadcast=cb)
 
 
-def test_tensor_guards_verified_or_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    load = torch_backend._load_tensor_guards
-    version = ".".join(torch.__version__.split("+")[0].split(".")[:2])
-    if version in torch_backend.GUARDS_VERIFIED_ON:
-        from torch._C._dynamo.guards import TensorGuards
+def _why_not(design: str) -> str | None:
+    from arrayselect.backends import torch_recent
 
-        assert load() == (TensorGuards, None)
+    return torch_recent.load_designs(torch_backend.RECENT_CHECKED_DTYPES)[design][1]
+
+
+def test_recent_checks_verified_or_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from arrayselect.backends import torch_native, torch_recent
+
+    version = ".".join(torch.__version__.split("+")[0].split(".")[:2])
+    for design, verified_on in (
+        ("fields", torch_recent.FIELDS_VERIFIED_ON),
+        ("tensor-guards", torch_recent.GUARDS_VERIFIED_ON),
+    ):
+        assert (_why_not(design) is None) == (version in verified_on), _why_not(design)
     # a torch version it was not checked on
-    monkeypatch.setattr(torch_backend, "GUARDS_VERIFIED_ON", ())
-    guards, why = load()
-    assert guards is None and "is not one of" in str(why)
-    monkeypatch.setattr(torch_backend, "GUARDS_VERIFIED_ON", (version,))
+    monkeypatch.setattr(torch_recent, "FIELDS_VERIFIED_ON", ())
+    monkeypatch.setattr(torch_recent, "GUARDS_VERIFIED_ON", ())
+    for design in ("fields", "tensor-guards"):
+        assert "is not one of" in str(_why_not(design))
+    monkeypatch.setattr(torch_recent, "FIELDS_VERIFIED_ON", (version,))
+    monkeypatch.setattr(torch_recent, "GUARDS_VERIFIED_ON", (version,))
     # answers that disagree with torch's attributes on a probe pair
-    monkeypatch.setattr(torch_backend, "_same_signature", lambda x, y: x is y)
-    guards, why = load()
-    assert guards is None and "disagrees" in str(why)
+    monkeypatch.setattr(torch_recent, "same_key", lambda x, y: x is y)
+    monkeypatch.setattr(torch_recent, "same_guarded", lambda x, y: x is y)
+    for design in ("fields", "tensor-guards"):
+        assert "disagrees" in str(_why_not(design))
     monkeypatch.undo()
-    # not importable
+    monkeypatch.setattr(torch_recent, "FIELDS_VERIFIED_ON", (version,))
+    monkeypatch.setattr(torch_recent, "GUARDS_VERIFIED_ON", (version,))
+    # libtorch readers that misread: the dtype read as the device index (every probe
+    # still reads, but dtypes collide)
+    readers = torch_native.aoti_readers()
+    misread = (readers[2], *readers[1:])
+    monkeypatch.setattr(torch_native, "aoti_readers", lambda: misread)
+    assert "disagrees" in str(_why_not("fields"))
+    # no libtorch_cpu to read through
+    monkeypatch.setattr(torch_native, "aoti_readers", _raise_os_error)
+    assert "OSError" in str(_why_not("fields"))
+    # TensorGuards not importable
     import torch._C._dynamo.guards as dynamo_guards
 
-    monkeypatch.setattr(torch_backend, "GUARDS_VERIFIED_ON", (version,))
     monkeypatch.delattr(dynamo_guards, "TensorGuards")
-    guards, why = load()
-    assert guards is None and "ImportError" in str(why)
+    assert "ImportError" in str(_why_not("tensor-guards"))
+
+
+def _raise_os_error() -> Any:
+    raise OSError("no libtorch_cpu here")
+
+
+def test_fields_read_what_torch_says() -> None:
+    make = torch_backend.RECENT_CHECKS["fields"][0]
+    if make is None:
+        pytest.skip(f"fields not used here: {torch_backend.RECENT_CHECKS['fields'][1]}")
+    check: Any = make(None)
+    x = torch.zeros((4, 5, 6), dtype=torch.float64)[1:, ::2]
+    dtype, device_type, device_index, layout, sizes = check.read(x)
+    assert sizes == (3, 3, 6)
+    assert check.read(x.float())[0] != dtype
+    assert check.read(x.to("meta"))[1:3] != (device_type, device_index)
+    assert check.read(x.to_sparse())[3] != layout
+    assert check.read(torch.nn.Parameter(x)) is None  # not exactly torch.Tensor
+    assert check.read(_nested()) is None  # torch refuses a nested tensor's sizes
+    assert check.read(np.zeros(3)) is None

@@ -15,6 +15,8 @@ Targets (issue 21):
     two alternate in batches of 5 calls (the "alternating" row: 5 timed calls of
     select, then 5 of torch.where, over and over; each side's time per call)
   * under torch.compile at 10^3: select <= 1.05x torch.where compiled the same way
+  * graphs traced under torch.compile (a counting backend): no more than torch.where's
+    for a repeated call, under dynamic=True over sizes 2 to 33, and over broadcasts
 
 Rows without a target: the eager rows again with each other design of the fast path's
 recent-call check that is verified here (``torch_backend.RECENT_CHECKS``: libtorch's C
@@ -146,6 +148,47 @@ def _signature_rows(repeats: int) -> list[tuple[str, float, float, str]]:
     return rows
 
 
+class _CountingBackend:
+    """A torch.compile backend that counts the graphs it receives (each one a trace)."""
+
+    def __init__(self) -> None:
+        self.graphs = 0
+
+    def __call__(self, gm: Any, example_inputs: Any) -> Any:
+        self.graphs += 1
+        return gm.forward
+
+
+def _graph_counts() -> list[tuple[str, int, int]]:
+    """Graphs Dynamo hands a counting backend, for select and for torch.where."""
+    sizes = (2, 3, 5, 7, 9, 17, 33)
+    cases = [
+        ("the same call 3 times", [_inputs(8)] * 3, {}),
+        ("dynamic=True, sizes 2 to 33", [_inputs(n) for n in sizes], {"dynamic": True}),
+        (
+            "6 broadcasts over 3 sizes",
+            [
+                (torch.rand(n, 1) < 0.5, torch.rand(n, m), torch.rand(m))
+                for n in (2, 3, 4)
+                for m in (5, 6)
+            ],
+            {},
+        ),
+    ]
+    counts = []
+    for label, calls, options in cases:
+        graphs = []
+        for fn in (asel.select, torch.where):
+            torch._dynamo.reset()
+            counter = _CountingBackend()
+            compiled = torch.compile(lambda c, a, b, fn=fn: fn(c, a, b), backend=counter, **options)
+            for call in calls:
+                compiled(*call)
+            graphs.append(counter.graphs)
+        counts.append((label, graphs[0], graphs[1]))
+    return counts
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=21)
@@ -205,6 +248,9 @@ def main() -> None:
             else f"{peer / ours:.2f}x faster"
         )
         print(f"{label:30} {ours * 1e6:9.2f}us {peer * 1e6:10.2f}us  {ratio} (target {target})")
+    print(f"\n{'graphs traced under torch.compile':30} {'select':>11} {'torch.where':>12}")
+    for label, ours_graphs, peer_graphs in _graph_counts():
+        print(f"{label:30} {ours_graphs:11} {peer_graphs:12}")
 
 
 if __name__ == "__main__":

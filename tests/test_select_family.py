@@ -262,12 +262,15 @@ def _xpx_apply_where(*args: Any, **kwargs: Any) -> Any:
     return xpx.apply_where(*args, **kwargs)
 
 
+@pytest.mark.parametrize("layout", ["c", "transposed"])
 @pytest.mark.parametrize("form", ["fill", "f2", "two-args", "array-fill"])
-def test_apply_where_matches_array_api_extra(xp: ModuleType, form: str) -> None:
+def test_apply_where_matches_array_api_extra(xp: ModuleType, form: str, layout: str) -> None:
     rng = np.random.default_rng(5)
     x_np = rng.standard_normal((3, 4))
     x = from_numpy(xp, x_np)
     y = from_numpy(xp, rng.standard_normal(4).astype(np.float32))
+    if layout == "transposed":  # operands (and so the output) not in C order
+        x = from_numpy(xp, x_np.T.copy()).T
     cond = x > 0
     log = xp.log
     if form == "fill":

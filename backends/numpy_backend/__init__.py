@@ -104,6 +104,24 @@ class NumpyBackend(NumpyDtypes, Backend):
     ) -> Any:
         return _family.select_cases(conds, choices, default, shape)
 
+    # apply_where's mask reads and writes: flat positions (C order), then np.take and
+    # an assignment at them. Boolean indexing with a random mask branches on every
+    # element: at 10^6 float64, x[mask] and out[mask] = v took 4.5 ms each on the
+    # development VM; np.flatnonzero 0.45 ms, np.take 0.32 ms, the assignment through
+    # a flat view 0.53 ms (np.put: 1.5 ms, used where there is no flat view).
+
+    def positions(self, mask: Any) -> Any:
+        return np.flatnonzero(mask)
+
+    def take_at(self, x: Any, where: Any) -> Any:
+        return np.take(x, where)
+
+    def put_at(self, result: Any, where: Any, values: Any) -> None:
+        if result.flags.c_contiguous:
+            result.reshape(-1)[where] = values  # a view: written in place
+        else:
+            np.put(result, where, values)
+
 
 def as_kernel_operands(cond: Any, then: Any, else_: Any) -> tuple[Any, Any, Any]:
     """NumPy scalars (``np.float32(1)``) as 0-d arrays; a cond of an odd item size as bool.

@@ -343,7 +343,8 @@ class Backend(abc.ABC):
         and the result dtype is the library's promotion of the two sides.
         """
         xp = self.namespace(cond, *args)
-        taken = f1(*(a[cond] for a in args))
+        where = self.positions(cond)
+        taken = f1(*(self.take_at(a, where) for a in args))
         if f2 is None:
             dtype = self.result_type(taken, fill_value)
             if type(fill_value) in (bool, int, float, complex):
@@ -351,12 +352,29 @@ class Backend(abc.ABC):
             else:
                 result = xp.astype(fill_value, dtype, copy=True)
         else:
-            ncond = xp.logical_not(cond)
-            other = f2(*(a[ncond] for a in args))
+            elsewhere = self.positions(xp.logical_not(cond))
+            other = f2(*(self.take_at(a, elsewhere) for a in args))
             result = xp.empty_like(cond, dtype=self.result_type(taken, other))
-            result[ncond] = other
-        result[cond] = taken
+            self.put_at(result, elsewhere, other)
+        self.put_at(result, where, taken)
         return result
+
+    # How apply_where reads and writes the elements of a boolean mask, in C order.
+    # The standard's way is boolean indexing; a backend with faster primitives
+    # overrides these three together (NumPy: flat positions, np.take and np.put).
+
+    def positions(self, mask: Any) -> Any:
+        """What :meth:`take_at` and :meth:`put_at` take to address ``mask``'s true
+        elements (by default the mask itself)."""
+        return mask
+
+    def take_at(self, x: Any, where: Any) -> Any:
+        """The elements of ``x`` at ``where`` (of :meth:`positions`), 1-D, in C order."""
+        return x[where]
+
+    def put_at(self, result: Any, where: Any, values: Any) -> None:
+        """Write ``values`` (1-D, in C order) into ``result`` at ``where``."""
+        result[where] = values
 
     def write_out(self, result: Any, out: Any) -> Any:
         """``result`` written into ``out`` and ``out`` returned; ``result`` when ``out``

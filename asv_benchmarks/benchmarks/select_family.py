@@ -1,9 +1,11 @@
 """The select family against each library's own n-way selection.
 
 :class:`SelectN` -- ``select_n`` with 4 float32 cases and an int8 index (int32 on
-JAX) against ``np.choose``, a chain of ``torch.where`` and ``jit(lax.select_n)``.
-:class:`SelectCases` -- ``select_cases`` with 4 conditions against ``np.select``,
-a chain of ``torch.where`` and ``jit(jnp.select)``. :class:`ApplyWhere` --
+JAX) against ``np.choose``, a chain of ``torch.where``, ``jit(lax.select_n)`` and
+``cupy.choose``. :class:`SelectCases` -- ``select_cases`` with 4 conditions against
+``np.select``, a chain of ``torch.where``, ``jit(jnp.select)`` and ``cupy.select``
+(with its default as a scalar, the only default CuPy takes). The CuPy rows skip
+without a GPU. :class:`ApplyWhere` --
 ``apply_where(x > 0, x, log, fill_value=0.0)`` against
 ``array_api_extra.apply_where``. Every ``setup`` checks that both compute the same
 bits; the first call is not timed.
@@ -19,7 +21,7 @@ import arrayselect as asel
 
 from .common import SEED, SkipNotImplemented, target
 
-FAMILY_BACKENDS = ["numpy", "torch-cpu", "jax-cpu"]
+FAMILY_BACKENDS = ["numpy", "torch-cpu", "jax-cpu", "cupy"]
 FAMILY_SIZES = [10**3, 10**6]
 CASES = 4
 
@@ -49,6 +51,13 @@ def _peers(library: str) -> dict[str, Any]:
         return {
             "select_n": lambda w, *c: _torch_chain(w, list(c)),
             "select_cases": _torch_first_match,
+        }
+    if library == "cupy":
+        import cupy
+
+        return {
+            "select_n": lambda w, *c: cupy.choose(w, c),
+            "select_cases": lambda c, ch, d: cupy.select(c, ch, 0.0),
         }
     import jax
 

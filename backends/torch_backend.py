@@ -160,10 +160,10 @@ set_openmp(OPENMP)
 # Dynamo is imported by torch.compile (a second of imports): registered then.
 on_import("torch._dynamo", allow_in_graph)
 
+#: The dtypes the recent-call checks are verified on (every dtype the backend serves).
+RECENT_CHECKED_DTYPES = tuple(_KINDS)
 #: The recent-call check's designs, verified on this torch (see
 #: :mod:`~arrayselect.backends.torch_recent`): design -> (maker, None) or (None, why not).
-#: The dtypes the recent-call checks were verified on (every dtype the backend serves).
-RECENT_CHECKED_DTYPES = tuple(_KINDS)
 RECENT_CHECKS = torch_recent.load_designs(RECENT_CHECKED_DTYPES)
 #: The design a new backend's fast path uses: the first verified, or ``None`` (the
 #: signature cache alone).

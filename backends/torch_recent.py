@@ -17,9 +17,9 @@ that :func:`load_designs` verifies is used:
     which no stability promise covers: the design is used only on a torch version it
     was checked on (:data:`FIELDS_VERIFIED_ON`), only if the object's size is the
     struct's, and only if, at import, on probe tensors (every dtype on the CPU and
-    meta devices (and CUDA where present), 0-d, views, sparse and mkldnn layouts, a
-    ``Parameter``, a nested tensor), its readings tell apart exactly the tensors
-    whose Python ``shape``, ``dtype``, ``device`` and ``layout`` differ.
+    meta devices, 0-d, views, sparse and mkldnn layouts, a ``Parameter``, a nested
+    tensor), its readings tell apart exactly the tensors whose Python ``shape``,
+    ``dtype``, ``device`` and ``layout`` differ.
 ``"tensor-guards"``
     Dynamo's ``TensorGuards`` (private too, checked the same way, on
     :data:`GUARDS_VERIFIED_ON`): one C call per held signature, which reads more than
@@ -93,13 +93,16 @@ def _nested_probe() -> Any:
         return torch.nested.nested_tensor([torch.zeros(2), torch.zeros(3)])
 
 
-def probe_tensors(dtypes: Iterable[Any]) -> list[Any]:
+def probe_tensors(dtypes: Iterable[Any], devices: Iterable[str] = ("cpu", "meta")) -> list[Any]:
     """Tensors that differ from one another in exactly what a signature must tell
-    apart: each of ``dtypes`` on the CPU and meta devices (and CUDA where present), 0-d,
-    views with other strides or offsets, conjugate and negative views, requires_grad,
-    a Parameter, 17 dimensions, sparse and mkldnn layouts.
+    apart: each of ``dtypes`` on each of ``devices``, 0-d, views with other strides or
+    offsets, conjugate and negative views, requires_grad, a Parameter, 17 dimensions,
+    sparse and mkldnn layouts.
+
+    The import-time check uses the CPU and meta devices only: a CUDA tensor would
+    create a CUDA context (seconds, and device memory) in every process that imports
+    torch. ``tests/test_torch_backend.py`` checks CUDA tensors on a GPU machine.
     """
-    devices = ["cpu", "meta"] + (["cuda"] if torch.cuda.is_available() else [])
     probes: list[Any] = []
     for dtype in dtypes:
         if dtype == torch.complex32:  # "experimental": creating one warns
@@ -125,10 +128,6 @@ def probe_tensors(dtypes: Iterable[Any]) -> list[Any]:
         torch.zeros((2, 3)).to_sparse(),
         torch.zeros((), device="meta"),
     ]
-    if torch.cuda.is_available():
-        probes.append(torch.zeros((), device="cuda"))
-        if torch.cuda.device_count() > 1:
-            probes.append(torch.zeros((2, 3), device="cuda:1"))
     if torch.backends.mkldnn.is_available():  # type: ignore[no-untyped-call]
         probes.append(torch.zeros((2, 3)).to_mkldnn())
     return probes

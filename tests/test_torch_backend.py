@@ -22,6 +22,8 @@ from arrayselect.backends.numpy_backend import kernel  # noqa: E402
 
 import arrayselect as asel  # noqa: E402
 
+#: Why the CUDA tests skip here (the project's GPU machine has no torch).
+NO_CUDA = "no CUDA device for torch (scripts/gpu_check.sh runs the CuPy and JAX tests only)"
 BIG = torch_backend.KERNEL_MIN_SIZE * 2  # outputs at least this large take the kernel
 KERNEL_DTYPES = [
     torch.bool, torch.int8, torch.int16, torch.int32, torch.int64,
@@ -395,7 +397,7 @@ def test_unsupported_layouts_are_type_errors(layout: str) -> None:
 
 def test_cuda_tensors_take_torch_where() -> None:
     if not torch.cuda.is_available():
-        pytest.skip("no CUDA device for torch (tested on the GPU machine by scripts/gpu_check.sh)")
+        pytest.skip(NO_CUDA)
     c = torch.rand(BIG, device="cuda") < 0.5
     a, b = torch.rand(BIG, device="cuda"), torch.rand(BIG, device="cuda")
     before = _kernel_calls()
@@ -616,6 +618,22 @@ def test_recent_checks_verified_or_refused(monkeypatch: pytest.MonkeyPatch) -> N
 
 def _raise_os_error() -> Any:
     raise OSError("no libtorch_cpu here")
+
+
+def test_fields_verified_on_cuda_tensors() -> None:
+    # At import the readers are checked on CPU and meta tensors only (a CUDA tensor
+    # there would create a CUDA context in every process); here, on CUDA ones too.
+    from arrayselect.backends import torch_recent
+
+    if not torch.cuda.is_available():
+        pytest.skip(NO_CUDA)
+    make = torch_backend.RECENT_CHECKS["fields"][0]
+    if make is None:
+        pytest.skip(f"fields not used here: {torch_backend.RECENT_CHECKS['fields'][1]}")
+    devices = ["cpu", "meta"] + [f"cuda:{k}" for k in range(torch.cuda.device_count())]
+    probes = torch_recent.probe_tensors(torch_backend.RECENT_CHECKED_DTYPES, devices)
+    probes.append(torch.zeros((), device="cuda"))
+    assert torch_recent._verify_fields(make(None), probes) is None
 
 
 def test_fields_read_what_torch_says() -> None:

@@ -102,7 +102,8 @@ class BuildExt(build_ext):  # type: ignore[misc]
             for ext in self.extensions:
                 self._failed.setdefault(ext.name, _why(exc))
         if self._failed:
-            missing = " and ".join(_EXT_NAMES.get(name, name) for name in self._failed)
+            names = [_EXT_NAMES.get(name, name) for name in self._failed]
+            missing = " and ".join([", ".join(names[:-1]), names[-1]] if names[1:] else names)
             why = "; ".join(dict.fromkeys(self._failed.values()))
             message = _MISSING_WARNING.format(missing=missing, why=why)
             print("\n" + message + "\n", file=sys.stderr, flush=True)

@@ -1,9 +1,10 @@
 """arrayselect without its compiled modules: a build on a machine with no C compiler.
 
 * The suite's conformance, bad-input and ``out=`` tests, run in a child process
-  in which ``arrayselect._fastcall`` and the NumPy kernel cannot be imported (a
-  meta-path finder raises ``ImportError`` for exactly those two names, as a
-  missing or broken build does), pass as they do with them.
+  in which ``arrayselect._fastcall``, the NumPy kernel and the torch backend's
+  recent-call check cannot be imported (a meta-path finder raises ``ImportError``
+  for exactly those names, as a missing or broken build does), pass as they do with
+  them.
 * ``CC=false pip install`` of the sdist succeeds with one warning, and the
   installed package imports, says what is missing and selects.
 * ``ARRAYSELECT_REQUIRE_KERNEL=1`` turns the failed build into an error.
@@ -25,7 +26,11 @@ import pytest
 import arrayselect as asel
 
 ROOT = Path(__file__).resolve().parent.parent
-COMPILED = ("arrayselect._fastcall", "arrayselect.backends.numpy_backend._select_kernel")
+COMPILED = (
+    "arrayselect._fastcall",
+    "arrayselect.backends.numpy_backend._select_kernel",
+    "arrayselect.backends._torch_fields",
+)
 WARNING = "WARNING: arrayselect is installed without"
 
 # Run first in the child: the compiled modules become unimportable, as in a
@@ -71,10 +76,20 @@ def test_blocked_build_reports_what_is_missing() -> None:
             r = asel.select(cond, np.arange(6, dtype=np.int16).reshape(2, 3), np.int16(-1))
             assert r.dtype == np.int16 and r.tolist() == [[0, 1, 2], [-1, -1, -1]], r
         asel.show_runtime()
+        try:
+            import torch
+        except ImportError:
+            sys.exit(0)
+        r = asel.select(torch.tensor([True, False]), torch.arange(2.0), -1.0)
+        assert r.tolist() == [0.0, -1.0], r
+        assert "blocked" in asel.runtime_info()["torch"]["recent_checks"]["fields"]
+        asel.show_runtime()
     """)
     output = _child(code, cwd=ROOT)
     assert "numpy kernel: MISSING (ImportError" in output
     assert "fast-path hit path: Python" in output
+    if "torch backend:" in output:  # torch installed: the C design is missing, said so
+        assert "not used: fields: ImportError" in output, output
 
 
 @pytest.mark.slow

@@ -21,7 +21,7 @@ import numpy as np
 from arrayselect._registry import active_backend
 from arrayselect._settings import get_num_threads, get_pool_limit, num_threads_chosen
 
-__all__ = ["KernelInfo", "RuntimeInfo", "runtime_info", "show_runtime"]
+__all__ = ["KernelInfo", "RuntimeInfo", "TorchInfo", "runtime_info", "show_runtime"]
 
 # The array libraries of the built-in backends (import name -> backend key).
 _LIBRARIES = {"numpy": "numpy", "torch": "torch", "jax": "jax", "dask": "dask", "cupy": "cupy"}
@@ -40,6 +40,15 @@ class KernelInfo(TypedDict):
     pool_limit: int
 
 
+class TorchInfo(TypedDict):
+    """The torch backend's compiled and native pieces (see :func:`runtime_info`)."""
+
+    recent_check: str | None
+    recent_checks: dict[str, str | None]
+    openmp: bool
+    openmp_missing: str | None
+
+
 class RuntimeInfo(TypedDict):
     """What :func:`runtime_info` returns."""
 
@@ -50,6 +59,7 @@ class RuntimeInfo(TypedDict):
     fastcall: bool
     fastcall_missing: str | None
     kernel: KernelInfo
+    torch: TorchInfo | None
     libraries: dict[str, str]
 
 
@@ -59,6 +69,19 @@ def _library_state(module: str, key: str) -> str:
     if module in sys.modules:
         return "imported"
     return "installed" if importlib.util.find_spec(module) is not None else "not installed"
+
+
+def _torch_info() -> TorchInfo | None:
+    """The torch backend's pieces, if its module is loaded (torch is not imported here)."""
+    backend = sys.modules.get("arrayselect.backends.torch_backend")
+    if backend is None:
+        return None
+    return {
+        "recent_check": backend.RECENT_CHECK,
+        "recent_checks": {name: why for name, (_, why) in backend.RECENT_CHECKS.items()},
+        "openmp": backend.OPENMP != 0,
+        "openmp_missing": backend.OPENMP_MISSING,
+    }
 
 
 def runtime_info() -> RuntimeInfo:
@@ -76,7 +99,11 @@ def runtime_info() -> RuntimeInfo:
         ``isa_best`` (the best this CPU runs, as the kernel detects it),
         ``isa_compiled``, ``threads`` (:func:`arrayselect.get_num_threads`),
         ``threads_chosen`` (whether the user set it) and ``pool_limit``
-        (:func:`arrayselect.get_pool_limit`, bytes); ``libraries``: for each
+        (:func:`arrayselect.get_pool_limit`, bytes); ``torch``, once the torch
+        backend is loaded (else ``None``): ``recent_check`` (the design of the
+        recent-call check its fast path uses, or ``None``), ``recent_checks`` (each
+        design and ``None`` or why it is not used), ``openmp`` (whether large calls
+        are split on torch's OpenMP threads) and ``openmp_missing``; ``libraries``: for each
         array library of a built-in backend, ``"backend loaded"``,
         ``"imported"``, ``"installed"`` or ``"not installed"``.
 
@@ -111,6 +138,7 @@ def runtime_info() -> RuntimeInfo:
             "threads_chosen": num_threads_chosen(),
             "pool_limit": get_pool_limit(),
         },
+        "torch": _torch_info(),
         "libraries": {name: _library_state(name, key) for name, key in _LIBRARIES.items()},
     }
 
@@ -143,4 +171,16 @@ def show_runtime(echo: Callable[[str], None] = print) -> None:
         echo("fast-path hit path: compiled (_fastcall)")
     else:
         echo(f"fast-path hit path: Python ({info['fastcall_missing']})")
+    t = info["torch"]
+    if t is not None:
+        why_not = [f"{name}: {why}" for name, why in t["recent_checks"].items() if why]
+        echo(
+            f"torch backend: recent-call check {t['recent_check'] or 'none (signature cache)'}"
+            + (f" (not used: {'; '.join(why_not)})" if why_not else "")
+        )
+        echo(
+            "  large calls split on torch's OpenMP threads"
+            if t["openmp"]
+            else f"  large calls on the kernel's own threads ({t['openmp_missing']})"
+        )
     echo("array libraries: " + ", ".join(f"{n} {s}" for n, s in info["libraries"].items()))

@@ -7,6 +7,7 @@ from the analytic derivative of Select, never from arrayselect.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import warnings
@@ -469,6 +470,41 @@ print(*counts)
     assert done.returncode == 0, done.stderr
     # torch: split, on OpenMP; NumPy: split, on the kernel's pool
     assert done.stdout.split() == ["1", "1", "1", "0"], done.stdout
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork on this platform")
+def test_forked_child_splits_on_the_kernel_s_pool() -> None:
+    # GNU libgomp's threads do not survive a fork: a parallel region in the child waits
+    # for them forever (torch's own ops there too). The child's kernel forgets the
+    # OpenMP runtime and splits on its own pool.
+    if torch_backend.OPENMP == 0 or kernel.KERNEL_MISSING is not None:
+        why = torch_backend.OPENMP_MISSING or kernel.KERNEL_MISSING
+        pytest.skip(f"no OpenMP split here: {why}")
+    code = """
+import os, numpy as np, torch, arrayselect as asel
+from arrayselect.backends.numpy_backend import kernel
+kernel.set_parallel_threshold(0)
+kernel.set_load_guard(False)
+asel.set_num_threads(2)
+c, a, b = torch.rand(10**6) < 0.5, torch.rand(10**6), torch.rand(10**6)
+asel.select(c, a, b)
+assert kernel.kernel_stats()["openmp_calls"] == 1
+pid = os.fork()
+if pid == 0:
+    before = kernel.kernel_stats()
+    r = asel.select(c, a, b)
+    after = kernel.kernel_stats()
+    ok = np.array_equal(r.numpy(), np.where(c.numpy(), a.numpy(), b.numpy()))
+    split = after["threaded_calls"] - before["threaded_calls"]
+    os._exit(0 if ok and split == 1 and after["openmp_calls"] == before["openmp_calls"] else 3)
+_, status = os.waitpid(pid, 0)
+print(os.waitstatus_to_exitcode(status))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0"], done.stdout
 
 
 # -- the recent-call check of the fast path (libtorch's C readers or Dynamo's

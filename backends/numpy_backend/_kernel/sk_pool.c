@@ -82,6 +82,13 @@
 #define SK_WORKER_SPIN_NS 200000
 #define SK_CALLER_SPIN_NS 200000
 
+/* GOMP_parallel of the OpenMP runtime set by sk_pool_set_openmp (see (4) above),
+ * or NULL. Set with the GIL held; each job reads it once. A forked child forgets it
+ * (sk_pool_atfork_child): GNU libgomp's threads are gone there, and its next
+ * parallel region waits for them forever, as torch's own ops in such a child do. */
+typedef void (*sk_gomp_parallel_fn)(void (*)(void *), void *, unsigned, unsigned);
+static sk_gomp_parallel_fn sk_gomp_parallel = NULL;
+
 npy_intp sk_parallel_min = SK_DEFAULT_PARALLEL_MIN;
 int sk_num_threads = 1;
 unsigned long long sk_calls = 0, sk_threaded_calls = 0, sk_temp_calls = 0;
@@ -454,6 +461,7 @@ sk_pool_atfork_child(void)
     sk_room.ok = -1;
     sk_room.samples = 0;
     sk_last_end = -1.0;
+    sk_gomp_parallel = NULL; /* the kernel's own pool from now on */
 }
 
 int
@@ -476,11 +484,6 @@ sk_pool_workers(void)
 }
 
 #endif /* SK_HAVE_THREADS */
-
-/* GOMP_parallel of the OpenMP runtime set by sk_pool_set_openmp (see (4) above),
- * or NULL. Set with the GIL held; each job reads it once. */
-typedef void (*sk_gomp_parallel_fn)(void (*)(void *), void *, unsigned, unsigned);
-static sk_gomp_parallel_fn sk_gomp_parallel = NULL;
 
 void
 sk_pool_set_openmp(sk_gomp_parallel_fn gomp_parallel)

@@ -47,6 +47,7 @@ import array_api_compat.torch as _compat_torch
 import numpy as np
 import torch
 from arrayselect.backends import torch_native, torch_recent
+from arrayselect.backends.numpy_backend.family import select_cases as numpy_select_cases
 from arrayselect.backends.numpy_backend.family import select_n as numpy_select_n
 from arrayselect.backends.numpy_backend.kernel import KERNEL_MISSING, kernel_select, set_openmp
 from arrayselect.backends.torch_dynamo import allow_in_graph, trace_as, traced_fast_path
@@ -498,6 +499,23 @@ class TorchBackend(Backend):
         )
         if out is not None:
             return out
+        tensor = torch.from_numpy(result)
+        return tensor if tensor.dtype == dtype else tensor.view(dtype)
+
+    def select_cases(
+        self, conds: tuple[Any, ...], choices: tuple[Any, ...], default: Any, shape: Shape
+    ) -> Any:
+        # Plain eager CPU calls run on the NumPy backend's select_cases (the kernel's
+        # one pass) on the tensors' memory; the rest chain torch.where.
+        if not self._kernel_eligible(math.prod(shape), (*conds, *choices, default)):  # type: ignore[arg-type]
+            return super().select_cases(conds, choices, default, shape)
+        dtype = default.dtype
+        result = numpy_select_cases(
+            tuple(_kernel_view(c) for c in conds),
+            tuple(_kernel_view(c) for c in choices),
+            _kernel_view(default),
+            shape,
+        )
         tensor = torch.from_numpy(result)
         return tensor if tensor.dtype == dtype else tensor.view(dtype)
 

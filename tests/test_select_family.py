@@ -581,6 +581,30 @@ def test_select_n_torch_large_calls_on_the_numpy_route(dtype: str) -> None:
     assert not out.any()
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int8"])
+def test_select_cases_torch_large_calls_on_the_numpy_route(dtype: str) -> None:
+    torch = pytest.importorskip("torch")
+    from arrayselect.backends.numpy_backend import kernel
+    from arrayselect.backends.torch_backend import KERNEL_MIN_SIZE
+
+    rng = np.random.default_rng(3)
+    size = 2 * KERNEL_MIN_SIZE
+    conds = [rng.random(size) < 0.3, rng.integers(0, 3, size).astype(np.uint8)]
+    choices = [_random(numpy_dtype(dtype), (size,), rng) for _ in range(2)]
+    default = _random(numpy_dtype(dtype), (size,), rng)
+    tensors = [from_numpy(torch, x) for x in (*conds, *choices, default)]
+    before = kernel.kernel_stats()["calls"]
+    got = asel.select_cases(tensors[:2], tensors[2:4], tensors[4])
+    assert kernel.KERNEL_MISSING or kernel.kernel_stats()["calls"] > before  # the kernel ran
+    assert got.dtype == tensors[2].dtype
+    assert bits_equal(to_numpy(got), oracle_select_cases(conds, choices, default))
+    # grad to record: torch ops (and the same values)
+    if tensors[2].is_floating_point():
+        grad = tensors[2].detach().float().requires_grad_()
+        chained = asel.select_cases(tensors[:2], [grad, tensors[3].float()], tensors[4].float())
+        assert chained.requires_grad
+
+
 def test_select_n_clamps_under_torch_compile() -> None:
     torch = pytest.importorskip("torch")
     compiled = torch.compile(lambda w, a, b, c: asel.select_n(w, a, b, c), fullgraph=True)

@@ -138,12 +138,14 @@ check_windows() {
   } > "$EXT_DIR/python.def"
   x86_64-w64-mingw32-dlltool -d "$EXT_DIR/python.def" -l "$EXT_DIR/libpython.a"
   "${cc[@]}" -shared -s -o "$EXT_DIR/_select_kernel.pyd" "$EXT_DIR"/kernel/*.o "$EXT_DIR/libpython.a"
-  local ext
+  local ext exports
   for ext in "${!SINGLE[@]}"; do
     "${cc[@]}" -shared -s -o "$EXT_DIR/_$ext.pyd" "$EXT_DIR/$ext"/*.o "$EXT_DIR/libpython.a"
-    x86_64-w64-mingw32-objdump -p "$EXT_DIR/_$ext.pyd" | grep -qw "PyInit__$ext"
+    # not `objdump | grep -q`: grep's early exit can end objdump with SIGPIPE,
+    # which pipefail reports as a failure (the likely cause of one silent failure)
+    exports=$(x86_64-w64-mingw32-objdump -p "$EXT_DIR/_$ext.pyd")
+    grep -qw "PyInit__$ext" <<< "$exports" || { echo "_$ext.pyd does not export PyInit__$ext"; return 1; }
   done
-  local exports
   exports=$(x86_64-w64-mingw32-objdump -p "$EXT_DIR/_select_kernel.pyd" | sed -n '/\[Ordinal\/Name Pointer\] Table/,/^$/p')
   for sym in PyInit__select_kernel arrayselect_get_num_threads arrayselect_set_num_threads; do
     grep -qw "$sym" <<< "$exports" || { echo "_select_kernel.pyd does not export $sym"; return 1; }

@@ -2,7 +2,10 @@
 # Set everything up, then run the whole test suite, mypy and ruff, build the
 # docs; then check that the asv benchmark suite imports and is well formed
 # (against this environment) and that the quick benchmark comparison runs and
-# matches NumPy.
+# matches NumPy; then the cross-platform check of the C code
+# (scripts/cross_check.sh: Windows under Wine, macOS, aarch64 under qemu, musl; a
+# few minutes, with tools from Debian's apt and PyPI). Where apt-get is missing it
+# is skipped with a line saying so; ARRAYSELECT_CROSS_CHECK=0 skips it anyway.
 # conformance: OpenVINO, ONNX Runtime and PaddlePaddle for tests/test_conformance_runtimes.py
 # (measured: +47 s of install and ~1 GB in .venv, ~5 s of tests).
 ARRAYSELECT_EXTRAS=test,dev,conformance
@@ -21,3 +24,10 @@ fi
 DOCS_DOCTESTS=0 bash scripts/docs.sh
 (cd asv_benchmarks && ../.venv/bin/asv check -E existing)
 .venv/bin/python -m arrayselect bench --quick
+if [ "${ARRAYSELECT_CROSS_CHECK:-1}" = 0 ]; then
+  echo "cross check skipped: ARRAYSELECT_CROSS_CHECK=0"
+elif ! command -v apt-get > /dev/null; then
+  echo "cross check skipped: it installs its tools with apt-get, which this machine lacks"
+else
+  bash scripts/cross_check.sh
+fi

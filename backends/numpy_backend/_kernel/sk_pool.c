@@ -47,7 +47,7 @@
  *     pool right after a torch op shares a core with such a spinning thread,
  *     and a chunk whose thread loses its time slice holds the whole job up by
  *     milliseconds: on 2 cores a select at 10^6 elements between torch.where
- *     calls took 400-700 us on two threads, 180 on one, 100 alone. So a job
+ *     calls took 103-681 us on two threads (docs/torch.md), 178-335 on one. So a job
  *     marked on_openmp (the PyTorch backend's) is split on that runtime's own
  *     threads (its GOMP_parallel, set by sk_pool_set_openmp): the thread that
  *     spins is the one that takes the work. Such a job is split by cost (1)
@@ -137,6 +137,20 @@ sk_chunk_for(const sk_job *J, int parts)
     return chunk;
 }
 
+/* Claim chunks of a job from the shared counter `next` and run them until none is
+ * left (every thread of a split job, on either pool, runs this). */
+static void
+sk_drain(const sk_job *J, npy_intp chunk, sk_os_intp *next)
+{
+    for (;;) {
+        const npy_intp start = sk_atomic_fetch_add_intp(next, chunk);
+        if (start >= J->total) {
+            return;
+        }
+        sk_run_range(J, start, J->total - start > chunk ? start + chunk : J->total);
+    }
+}
+
 #if SK_HAVE_THREADS
 
 #include <stdlib.h>
@@ -194,21 +208,6 @@ sk_now(void)
     return sk_os_now();
 }
 
-/* Claim and run chunks of a job until none is left; returns the elements it ran. */
-static npy_intp
-sk_drain(const sk_job *J, npy_intp chunk)
-{
-    npy_intp done = 0;
-    for (;;) {
-        const npy_intp start = sk_atomic_fetch_add_intp(&sk_pool.next, chunk);
-        if (start >= J->total) {
-            return done;
-        }
-        const npy_intp end = J->total - start > chunk ? start + chunk : J->total;
-        sk_run_range(J, start, end);
-        done += end - start;
-    }
-}
 
 static void
 sk_worker(void *arg_)
@@ -250,7 +249,7 @@ sk_worker(void *arg_)
         sk_atomic_add_int(&sk_pool.active, 1);
         sk_mutex_unlock(&sk_pool.mu);
 
-        sk_drain(job, chunk);
+        sk_drain(job, chunk, &sk_pool.next);
 
         sk_mutex_lock(&sk_pool.mu);
         if (sk_atomic_add_int_release(&sk_pool.active, -1) == 0) {
@@ -375,7 +374,7 @@ sk_run_parallel(const sk_job *J, int parts)
     sk_mutex_unlock(&sk_pool.mu);
 
     const double t0 = sk_now();
-    sk_drain(J, chunk);
+    sk_drain(J, chunk, &sk_pool.next);
     const double t1 = sk_now();
 
     sk_mutex_lock(&sk_pool.mu);
@@ -502,13 +501,7 @@ static void
 sk_openmp_body(void *arg)
 {
     sk_openmp_work *w = (sk_openmp_work *)arg;
-    for (;;) {
-        const npy_intp start = sk_atomic_fetch_add_intp(&w->next, w->chunk);
-        if (start >= w->J->total) {
-            return;
-        }
-        sk_run_range(w->J, start, w->J->total - start > w->chunk ? start + w->chunk : w->J->total);
-    }
+    sk_drain(w->J, w->chunk, &w->next);
 }
 
 /* Run a job on up to `parts` threads of the OpenMP runtime. Returns 0 if none is set. */

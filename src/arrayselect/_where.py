@@ -12,9 +12,11 @@ takes the result dtype) and handed to :func:`arrayselect.select` with
 ``cond_broadcast="multidirectional"``, so every backend and fast path of
 ``select`` serves ``where`` too.
 
-The dtype decisions depend only on the operands' types, dtypes, and (for the
+The dtype decisions depend only on the operands' types, dtypes, (for the
 libraries whose promotion looks at it) whether an array is 0-d or weakly
-typed, so they are kept in a small bounded cache: a call whose operands
+typed, whether :func:`~arrayselect.force_portable` is on, and the library's
+dtype mode (JAX's 64-bit mode), so they are kept in a small bounded cache
+keyed by all of these: a call whose operands
 already agree (a Python scalar of the array's kind included) pays a
 dictionary lookup and no pass over the data.
 """
@@ -68,24 +70,31 @@ class _Promotion(NamedTuple):
 
 _promotions: dict[Hashable, _Promotion] = {}
 _tracing_checks = _registry.tracing_checks
+_portable_forced = _registry.portable_forced
 _SCALAR_ORDER: Final = (bool, int, float, complex)
 _ZEROS: Final[dict[type, Any]] = {bool: False, int: 0, float: 0.0, complex: 0j}
 
 
-# Array types whose promotion looks at a weak type (JAX); filled as types arrive.
+# Per array type: whether its arrays may carry a weak type (JAX), filled as types
+# arrive. A JAX tracer has no ``weak_type`` on its class: it forwards the attribute
+# to its abstract value through ``__getattr__``, so a type with a ``__getattr__`` is
+# asked on every array (a key without the weak type once mixed up ``jnp.int32(300)``
+# with a weak ``300`` under ``jax.jit``).
 _weak_typed: dict[type, bool] = {}
 
 
 def _operand_key(x: Any) -> Hashable:
-    """What the promotion of ``x`` may depend on (never its values)."""
+    """What the promotion of ``x`` may depend on (never its values): its type, dtype,
+    whether it is 0-d (PyTorch promotes 0-d tensors like scalars) and its weak type
+    (JAX promotes a weakly typed array like a Python scalar).
+    """
     t = type(x)
     if t in PYTHON_SCALARS:
         return cast(Hashable, t)
     weak = _weak_typed.get(t)
     if weak is None:
-        weak = _weak_typed[t] = hasattr(t, "weak_type")
-    # PyTorch promotes 0-d tensors like scalars; JAX weak-typed arrays stay weak.
-    return (t, x.dtype, x.ndim == 0, weak and x.weak_type)
+        weak = _weak_typed[t] = hasattr(t, "weak_type") or hasattr(t, "__getattr__")
+    return (t, x.dtype, x.ndim == 0, weak and bool(getattr(x, "weak_type", False)))
 
 
 def where(condition: Any, x1: Any, x2: Any, /) -> Any:
@@ -144,7 +153,13 @@ def where(condition: Any, x1: Any, x2: Any, /) -> Any:
         promotion: _Promotion | None = None
     else:
         try:
-            key = (type(condition), condition.dtype, _operand_key(x1), _operand_key(x2))
+            key = (
+                type(condition),
+                condition.dtype,
+                _operand_key(x1),
+                _operand_key(x2),
+                _portable_forced(),  # the portable backend promotes with the namespace's rules
+            )
             promotion = _promotions.get(key)
         except AttributeError:  # not an array: _decide raises the error
             key = promotion = None

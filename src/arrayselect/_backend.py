@@ -256,6 +256,32 @@ class Backend(abc.ABC):
         """
         return False
 
+    def mask_indexing(self, x: Any) -> bool:
+        """Whether arrays like ``x`` take boolean-mask indexing, reading (``x[mask]``, a
+        shape that depends on the data) and writing (``x[mask] = v``).
+
+        As array-api-extra asks it: the namespace's inspection
+        ``capabilities()`` (``"boolean indexing"`` and ``"data-dependent
+        shapes"``; array-api-strict turns them off by flag, as JAX-like libraries
+        lack them), and never for arrays with no values (:meth:`data_free`). Asked
+        on every call: a library may change its capabilities at run time.
+        """
+        if self.data_free(x):
+            return False
+        try:
+            capabilities = self.namespace(x).__array_namespace_info__().capabilities()
+        except Exception:  # a namespace older than the inspection API: the standard's
+            return True
+        return bool(capabilities.get("boolean indexing", True)) and bool(
+            capabilities.get("data-dependent shapes", True)
+        )
+
+    def data_free(self, x: Any) -> bool:
+        """Whether ``x`` has a shape and dtype but no values to read (PyTorch's
+        ``meta`` device): nothing may depend on its values, as while tracing.
+        """
+        return getattr(getattr(x, "device", None), "type", None) == "meta"
+
     def promote(self, values: Sequence[Any]) -> Any:
         """The dtype the library's own ``select`` (``np.select``) gives the choices and
         the default (arrays, or Python scalars standing for their type): the standard's
@@ -282,7 +308,8 @@ class Backend(abc.ABC):
             result = xp.where(which, cases[1], cases[0])
         else:
             low, high = self.int_range(which.dtype)
-            traced = self.traced(which)
+            # No values to check (a trace, a meta tensor): indices are clamped.
+            traced = self.traced(which) or self.data_free(which)
             if traced:
                 which = xp.clip(which, 0, n - 1)
             # Only ==: some libraries cannot order every integer dtype (PyTorch uint64).
@@ -295,6 +322,10 @@ class Backend(abc.ABC):
                     )
                 except (RuntimeError, TypeError, NotImplementedError):
                     bad = True  # no reductions for this dtype (PyTorch uint64): ask the masks
+                if bad and not self.mask_indexing(which):
+                    # No boolean indexing: name the extreme index instead of the first.
+                    low_bad = low < 0 and bool(xp.min(which) < 0)
+                    raise index_error(int(xp.min(which) if low_bad else xp.max(which)), n)
                 if bad:
                     hit = masks[0]
                     for mask in masks[1:]:
@@ -340,8 +371,16 @@ class Backend(abc.ABC):
         ``f1`` gets the elements of ``args`` where ``cond`` is true, ``f2`` (or
         ``fill_value``) fills the rest. The default is array-api-extra's eager
         algorithm: boolean indexing, so each function sees only its own elements,
-        and the result dtype is the library's promotion of the two sides.
+        and the result dtype is the library's promotion of the two sides. Where
+        arrays take no boolean indexing (:meth:`mask_indexing`), as array-api-extra
+        does: both sides computed on every element and joined by
+        :func:`arrayselect.where`.
         """
+        if not self.mask_indexing(cond):
+            from arrayselect._where import where  # _where imports this module
+
+            other = fill_value if f2 is None else f2(*args)
+            return where(cond, f1(*args), other)
         xp = self.namespace(cond, *args)
         where = self.positions(cond)
         taken = f1(*(self.take_at(a, where) for a in args))

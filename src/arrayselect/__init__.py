@@ -16,6 +16,7 @@ import importlib
 from arrayselect import _import_hook, _registry
 from arrayselect._errors import (
     ScalarOverflowError,
+    SelectCallbackError,
     SelectError,
     SelectShapeError,
     SelectTypeError,
@@ -41,6 +42,7 @@ __all__ = [
     "COND_BROADCASTS",
     "MODES",
     "ScalarOverflowError",
+    "SelectCallbackError",
     "SelectError",
     "SelectShapeError",
     "SelectTypeError",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 __all__ = [
     "ScalarOverflowError",
+    "SelectCallbackError",
     "SelectError",
     "SelectShapeError",
     "SelectTypeError",
@@ -39,6 +40,17 @@ class ScalarOverflowError(SelectTypeError, ValueError, OverflowError):
     It is a :class:`SelectTypeError` (the scalar does not fit the dtype), and
     also a ``ValueError`` and an ``OverflowError``, which is what NumPy and
     JAX raise for the same conversion.
+    """
+
+
+class SelectCallbackError(SelectError, ValueError, TypeError):
+    """A function ``apply_where`` called (``f1`` or ``f2``) raised, or returned
+    something other than an array of its arguments' library, shape and a numeric
+    or boolean dtype.
+
+    The message names the function and what was expected; the function's own
+    exception, if any, is chained (``__cause__``). It is a ``ValueError`` and a
+    ``TypeError`` too, what the libraries raise for a wrong shape or dtype.
     """
 
 

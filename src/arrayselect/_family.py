@@ -19,8 +19,8 @@ from typing import Any, Final
 
 from arrayselect import _family_memo as _memo
 from arrayselect._backend import Backend
-from arrayselect._errors import SelectTypeError, SelectValueError
-from arrayselect._registry import resolve_inputs
+from arrayselect._errors import SelectCallbackError, SelectTypeError, SelectValueError
+from arrayselect._registry import library_of, resolve_inputs
 from arrayselect._shapes import Shape, broadcast_together
 from arrayselect._validate import (
     PYTHON_SCALARS,
@@ -323,6 +323,10 @@ def apply_where(
         If the shapes do not broadcast together.
     SelectValueError
         For inputs on different devices.
+    SelectCallbackError
+        If ``f1`` or ``f2`` raises (chained as ``__cause__``), or returns something
+        other than an array of its arguments' library and shape with a boolean or
+        numeric dtype; the message names the function.
 
     Examples
     --------
@@ -362,7 +366,58 @@ def apply_where(
     ready = tuple(_to_shape(backend, a, shape) for _, a in named_args)
     if fill_value is not None and not scalar_fill:
         fill_value = _to_shape(backend, fill_value, shape)
-    return backend.apply_where(cond, ready, f1, f2, fill_value)
+    return backend.apply_where(
+        cond,
+        ready,
+        _checked("f1", f1, backend),
+        None if f2 is None else _checked("f2", f2, backend),
+        fill_value,
+    )
+
+
+def _checked(name: str, f: Callable[..., Any], backend: Backend) -> Callable[..., Any]:
+    """``f`` as the backend calls it, its failures and wrong results a
+    :class:`SelectCallbackError` naming it (the library's own error would name
+    neither ``f1`` nor ``f2``, and come from wherever the result was used).
+    """
+
+    def call(*args: Any) -> Any:
+        try:
+            result = f(*args)
+        except SelectCallbackError:
+            raise  # from a nested apply_where (Dask runs it block by block): named there
+        except Exception as exc:
+            raise SelectCallbackError(
+                f"apply_where's {name} raised {type(exc).__name__}: {exc}"
+            ) from exc
+        like = args[0]
+        # The usual result (an array of the arguments' own type and shape) costs two
+        # comparisons; anything else is looked at closely.
+        if type(result) is not type(like) or result.shape != like.shape:
+            _check_result(name, result, like, backend)
+        if backend.dtype_kind(result.dtype) is None:
+            raise SelectCallbackError(
+                f"apply_where's {name} must return a boolean, integer, floating or complex "
+                f"array, got dtype {result.dtype}"
+            )
+        return result
+
+    return call
+
+
+def _check_result(name: str, result: Any, like: Any, backend: Backend) -> None:
+    """Raise unless ``result`` is an array of ``like``'s library and shape."""
+    if library_of(result) != library_of(like):
+        raise SelectCallbackError(
+            f"apply_where's {name} must return an array of its arguments' library "
+            f"({type(like).__name__}), got {type(result).__name__}"
+        )
+    if backend.shape(result) != backend.shape(like):
+        raise SelectCallbackError(
+            f"apply_where's {name} must return an array of its arguments' shape "
+            f"{tuple(backend.shape(like))} (it is applied element-wise), got shape "
+            f"{tuple(backend.shape(result))}"
+        )
 
 
 def _to_shape(backend: Backend, x: Any, shape: Shape) -> Any:

@@ -306,3 +306,28 @@ def test_mode_diagrams_follow_the_core(tmp_path: Path) -> None:
     written = mode_diagrams.write_all(tmp_path)
     assert {p.name for p in written} >= {"mode_numpy.png", "mode_pdpd.png", "shapes_pdpd.png"}
     assert all(p.stat().st_size > 1000 for p in written)
+
+
+def test_perf_measures_the_native_backend_outside_force_portable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The build-time measurement times the native backend as a user calls it: no
+    force_portable block (not even force_portable(False)) around those calls."""
+    import contextlib
+
+    import arrayselect as asel
+
+    perf_data = _ext("perf_data")
+    blocks: list[bool] = []
+    real = asel.force_portable
+
+    @contextlib.contextmanager
+    def recorded(enabled: bool = True) -> Any:
+        blocks.append(enabled)
+        with real(enabled):
+            yield
+
+    monkeypatch.setattr(asel, "force_portable", recorded)
+    rows = perf_data.measure(sizes=[100], dtypes=["float64"], rounds=1)
+    assert {r["params"][0] for r in rows} == {"numpy", "portable"}
+    assert blocks and all(blocks), f"force_portable({blocks}) around native calls"

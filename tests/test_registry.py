@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import math
 import subprocess
 import sys
 import textwrap
+import threading
 import types
 from typing import Any
 
@@ -49,30 +51,71 @@ def test_routing_names():
     assert asel.backend_for(c, t, 0.0).name == "numpy"
 
 
-def test_fast_paths_step_aside_while_any_block_forces_portable():
-    """select() looks fast paths up in a table that is empty while any force_portable
-    block is open (in any thread), and whole again once the last one closes."""
-    from arrayselect.backends.numpy_backend import kernel
+def _count_general_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count the calls select() hands to the general path (its fast path stepped aside)."""
+    from arrayselect import _select
 
+    calls = [0]
+    general = _select.select_positional
+
+    def counted(*args: Any) -> Any:
+        calls[0] += 1
+        return general(*args)
+
+    monkeypatch.setattr(_select, "select_positional", counted)
+    return calls
+
+
+def test_force_portable_false_keeps_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """force_portable(False) routes as usual: the same fast path, alone or nested."""
+    c, t = np.array([True, False]), np.array([1.0, 2.0])
+    asel.select(c, t, 0.0)  # the backend and its fast path exist
+    general = _count_general_calls(monkeypatch)
+    installed = _registry.fast_path_for(np.ndarray)
+    for nested in (False, True):
+        with asel.force_portable() if nested else contextlib.nullcontext():
+            with asel.force_portable(False):
+                assert asel.backend_for(c, t, 0.0).name == "numpy"
+                if not nested:
+                    assert _registry.fast_paths.get(np.ndarray) is installed
+                np.testing.assert_array_equal(asel.select(c, t, 0.0), [1.0, 0.0])
+                assert general[0] == 0, "select left its fast path"
+            np.testing.assert_array_equal(asel.select(c, t, 0.0), [1.0, 0.0])
+            assert general[0] == (1 if nested else 0)  # forced: the general path
+    assert _registry.fast_paths.get(np.ndarray) is installed
+
+
+def test_force_portable_in_one_thread_leaves_other_threads_fast(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """While one thread holds force_portable(), another keeps its fast path."""
     c, t = np.array([True, False]), np.array([1.0, 2.0])
     asel.select(c, t, 0.0)
-    assert _registry.fast_paths.get(np.ndarray) is not None
+    general = _count_general_calls(monkeypatch)
+    entered, done = threading.Event(), threading.Event()
+    seen: list[str] = []
 
-    def hits() -> int:  # calls that went through the NumPy fast path (a hit or a miss)
-        stats = kernel.kernel_stats()
-        return stats["hits"] + stats["misses"]
+    def hold() -> None:
+        with asel.force_portable():
+            seen.append(asel.backend_for(c, t, 0.0).name)
+            entered.set()
+            done.wait(30)
 
-    with asel.force_portable():
-        with asel.force_portable(False):  # not forced here, but a block is open
-            before = hits()
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert entered.wait(30)
+        np.testing.assert_array_equal(asel.select(c, t, 0.0), [1.0, 0.0])
+        assert asel.backend_for(c, t, 0.0).name == "numpy"
+        assert general[0] == 0, "the fast path stepped aside in a thread not forcing"
+        with asel.force_portable():  # this thread forced too: the portable backend
             np.testing.assert_array_equal(asel.select(c, t, 0.0), [1.0, 0.0])
-            assert hits() == before  # the general path, through the NumPy backend
-            assert asel.backend_for(c, t, 0.0).name == "numpy"
-        assert _registry.fast_paths.get(np.ndarray) is None
-    before = hits()
-    asel.select(c, t, 0.0)
-    assert hits() == before + 1
-    assert _registry.fast_paths.get(np.ndarray) is not None
+            assert general[0] == 1
+    finally:
+        done.set()
+        holder.join()
+    assert seen and seen[0].startswith("portable")
+    assert _registry.fast_paths.get(np.ndarray) is _registry.fast_path_for(np.ndarray)
 
 
 def test_torch_goes_to_portable():

@@ -10,9 +10,10 @@ per library and cached.
 The registry also routes calls to fast paths: when it creates a backend, it
 installs the backend's :meth:`~arrayselect.plugin.Backend.fast_path` for the
 array types it names, and removes it when another backend is registered for the
-library. While a :func:`force_portable` block is open, the table that
-:func:`arrayselect.select` looks fast paths up in is empty, so a fast path
-never needs to know how it was routed.
+library. While a :func:`force_portable` block is open anywhere, the table that
+:func:`arrayselect.select` looks fast paths up in holds each fast path behind
+a check of the calling thread's (or task's) setting, so a fast path never needs
+to know how it was routed and the threads not in a block keep theirs.
 """
 
 from __future__ import annotations
@@ -90,7 +91,8 @@ _force_portable: contextvars.ContextVar[bool] = contextvars.ContextVar(
 )
 # How many force_portable(True) blocks are open, in any thread or task. While it
 # is 0 no context can be forced, so nothing reads the context variable (cheaper,
-# and a plain int is something torch.compile can trace).
+# and a plain int is something torch.compile can trace). A force_portable(False)
+# block forces nothing and does not count.
 _forcing = [0]
 # Fast paths by exact type of cond, and the library each serves.
 _installed_fast_paths: dict[type, Callable[..., Any]] = {}
@@ -98,11 +100,26 @@ _installed_fast_paths: dict[type, Callable[..., Any]] = {}
 # where() asks before it reads its memo (a traced memo read would be guarded on).
 tracing_checks: dict[type, Callable[[], bool]] = {}
 _fast_path_library: dict[type, str] = {}
-# What select() looks up: the installed fast paths, empty while any
-# force_portable block is open. A fast path never has to ask whether its call is
-# forced, and select() pays one dict lookup; calls in other threads take the
-# general path meanwhile (same answers, as it always honours force_portable).
+# What select() looks up: the installed fast paths, each behind a check of the
+# calling context's force_portable setting while any block forcing it is open
+# (_unless_forced). A fast path never has to ask whether its call is forced, and
+# select() pays one dict lookup; other threads keep their fast path meanwhile, at
+# the cost of that check (a context variable read).
 fast_paths: dict[type, Callable[..., Any]] = {}
+
+
+def _unless_forced(call: Callable[..., Any]) -> Callable[..., Any]:
+    """``call``, stepping aside (``NotImplemented``) where this context forces portable."""
+    forced = _force_portable.get
+
+    def fast_unless_forced(
+        cond: Any, then: Any, else_: Any, ab: Any, axis: Any, cb: Any, out: Any
+    ) -> Any:
+        if forced():
+            return NotImplemented  # the general path routes the call to portable
+        return call(cond, then, else_, ab, axis, cb, out)
+
+    return fast_unless_forced
 
 
 _LIBRARY_CACHE_SIZE = 256
@@ -246,8 +263,7 @@ def _install_fast_path(library: str, backend: Backend) -> None:
     for array_type in fast.array_types:
         with _lock:
             _installed_fast_paths[array_type] = fast.call
-            if not _forcing[0]:
-                fast_paths[array_type] = fast.call
+            fast_paths[array_type] = _unless_forced(fast.call) if _forcing[0] else fast.call
         _fast_path_library[array_type] = library
         if type(backend).tracing is not Backend.tracing:
             tracing_checks[array_type] = backend.tracing
@@ -297,7 +313,11 @@ def force_portable(enabled: bool = True) -> Iterator[None]:
     it is how benchmarks compare a native fast path against it. The setting is
     per thread and per asyncio task (a context variable), and lasts while the
     block is open: a task that inherits the setting and outlives the block is
-    routed as usual again once the block has closed.
+    routed as usual again once the block has closed. Other threads and tasks keep
+    their backends and fast paths; while a block forcing the portable backend is
+    open, their fast paths cost one check of the setting more per call.
+    ``force_portable(False)`` routes as usual, fast paths included (inside an
+    outer ``force_portable()`` block it restores the usual routing).
 
     Examples
     --------
@@ -307,9 +327,17 @@ def force_portable(enabled: bool = True) -> Iterator[None]:
     array([1, 4])
     """
     token = _force_portable.set(enabled)
+    if not enabled:  # forces nothing: no fast path needs to step aside
+        try:
+            yield
+        finally:
+            _force_portable.reset(token)
+        return
     with _lock:
         _forcing[0] += 1
-        fast_paths.clear()
+        if _forcing[0] == 1:
+            for array_type, call in _installed_fast_paths.items():
+                fast_paths[array_type] = _unless_forced(call)
     try:
         yield
     finally:

@@ -98,7 +98,7 @@ def select(
     >>> asel.select(np.array([1, 0, 2], dtype=np.uint8), np.arange(3.0), -1.0)
     array([ 0., -1.,  2.])
     """
-    fast = _fast_paths.get(type(cond))  # none while force_portable is open anywhere
+    fast = _fast_paths.get(type(cond))  # steps aside where force_portable() is on
     if fast is not None:
         result = fast(cond, then, else_, auto_broadcast, axis, cond_broadcast, out)
         if result is not NotImplemented:

@@ -23,6 +23,7 @@ from arrayselect.plugin import (
     SelectShapeError,
     SelectValueError,
     Shape,
+    portable_forced,
 )
 
 __all__ = ["PortableBackend", "create"]
@@ -86,6 +87,19 @@ class PortableBackend(Backend):
             except (TypeError, ValueError):
                 return None
         return None
+
+    def dtype_refusal(self, dtype: Any) -> str:
+        # Not "Select does not support it": the library's own backend may (NumPy
+        # takes ml_dtypes' bfloat16); the standard's isdtype, which this backend has
+        # only, does not class it.
+        refusal = (
+            f"which the portable backend cannot use: its Array API namespace "
+            f"({self.xp.__name__}) does not class it as boolean, integer, floating or "
+            "complex (isdtype)"
+        )
+        if portable_forced():
+            refusal += f"; outside force_portable() {self.library}'s own backend may take it"
+        return refusal
 
     def held_dtype(self, dtype: Any) -> Any:
         # Asked of the library, once per dtype and mode: the dtype of a new array.

@@ -320,3 +320,19 @@ def test_scalar_exceptions_are_builtin_errors():
     assert issubclass(asel.SelectShapeError, ValueError)
     assert issubclass(asel.SelectValueError, ValueError)
     assert issubclass(asel.SelectTypeError, TypeError)
+
+
+def test_bfloat16_under_force_portable_is_not_called_unsupported() -> None:
+    """NumPy's bfloat16 (ml_dtypes) is floating: the native backend takes it; under
+    force_portable() the refusal says the portable backend's namespace lacks it,
+    never that Select supports no such dtype or that it is not floating."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    c = np.array([True, False])
+    x = np.array([1.5, 2.5], dtype=ml_dtypes.bfloat16)
+    y = np.array([3.0, 4.0], dtype=ml_dtypes.bfloat16)
+    assert asel.select(c, x, y).tobytes() == np.where(c, x, y).tobytes()
+    with asel.force_portable(), pytest.raises(asel.SelectTypeError) as info:
+        asel.select(c, x, y)
+    message = str(info.value)
+    assert "array_api_compat.numpy" in message and "portable backend" in message
+    assert "does not support" not in message and "expected a boolean" not in message

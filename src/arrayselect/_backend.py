@@ -90,6 +90,14 @@ class Backend(abc.ABC):
     def dtype_kind(self, dtype: Any) -> DtypeKind | None:
         """Kind of ``dtype``, or ``None`` when Select does not support it."""
 
+    def dtype_refusal(self, dtype: Any) -> str:
+        """Why a value dtype is refused (:meth:`dtype_kind` gave ``None``), for the
+        message that follows "x has dtype D, ".
+        """
+        return (
+            "which Select does not support; expected a boolean, integer, floating or complex dtype"
+        )
+
     @abc.abstractmethod
     def int_range(self, dtype: Any) -> tuple[int, int]:
         """Smallest and largest value of an integer ``dtype``."""

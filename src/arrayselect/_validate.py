@@ -103,10 +103,7 @@ def value_kind(backend: Backend, name: str, dtype: Any) -> DtypeKind:
     """The kind of a value dtype (of ``then``, ``else``, the result); raise if unsupported."""
     kind = backend.dtype_kind(dtype)
     if kind is None:
-        raise SelectTypeError(
-            f"{name} has dtype {dtype}, which Select does not support; expected a boolean, "
-            "integer, floating or complex dtype"
-        )
+        raise SelectTypeError(f"{name} has dtype {dtype}, {backend.dtype_refusal(dtype)}")
     return kind
 
 

@@ -655,3 +655,37 @@ def test_two_big_scalars_name_the_default_dtype_readably():
     with pytest.raises(asel.ScalarOverflowError) as info:
         asel.select(np.array([True]), 2**70, 1)
     assert "of the library's default dtype int64, which two Python scalars" in str(info.value)
+
+
+_PUBLIC_ERRORS = [
+    "SelectError",
+    "SelectShapeError",
+    "SelectValueError",
+    "SelectTypeError",
+    "ScalarOverflowError",
+    "SelectCallbackError",
+]
+
+
+@pytest.mark.parametrize("name", _PUBLIC_ERRORS)
+def test_public_errors_show_their_public_name(name: str) -> None:
+    """Tracebacks, reprs and the docs say arrayselect.X, never arrayselect._errors.X,
+    and the errors still pickle (pickle finds them by that name)."""
+    import pickle
+    import traceback
+
+    cls = getattr(asel, name)
+    assert f"{cls.__module__}.{cls.__qualname__}" == f"arrayselect.{name}"
+    assert repr(cls) == f"<class 'arrayselect.{name}'>"
+    exc = cls("what was wrong")
+    assert traceback.format_exception_only(exc)[-1] == f"arrayselect.{name}: what was wrong\n"
+    again = pickle.loads(pickle.dumps(exc))
+    assert type(again) is cls and again.args == exc.args
+
+
+def test_a_raised_error_names_the_public_class() -> None:
+    import traceback
+
+    with pytest.raises(asel.SelectShapeError) as info:
+        asel.select(np.ones(2, bool), np.ones(3), np.ones(4))
+    assert "".join(traceback.format_exception(info.value)).count("arrayselect._errors") == 0

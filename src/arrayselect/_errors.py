@@ -54,6 +54,21 @@ class SelectCallbackError(SelectError, ValueError, TypeError):
     """
 
 
+# Shown as arrayselect.SelectShapeError (not arrayselect._errors.SelectShapeError) in
+# tracebacks, reprs and the docs: the public name, where they are imported from. It
+# is also where pickle finds them, and arrayselect exports every one of them.
+for _cls in (
+    SelectError,
+    SelectShapeError,
+    SelectValueError,
+    SelectTypeError,
+    ScalarOverflowError,
+    SelectCallbackError,
+):
+    _cls.__module__ = "arrayselect"
+del _cls
+
+
 def index_error(value: int, n: int) -> SelectValueError:
     """The error for a ``select_n`` index ``value`` outside ``[0, n)``.
 

@@ -7,7 +7,8 @@ So every cache of a dtype decision must tell them apart (and 64-bit mode on and
 off). These properties draw weak and strong, 0-d and n-d operands and Python
 scalars, call ``where``/``select_cases`` on a sequence of them in random order,
 eagerly and under one ``jax.jit`` function kept across calls, and compare values
-and dtypes with ``jnp.where``/``jnp.select`` (the oracle).
+and dtypes with ``jnp.where``/``jnp.select`` (the oracle), each call on the JAX
+backend or inside ``force_portable()`` on the portable one.
 """
 
 from __future__ import annotations
@@ -71,28 +72,31 @@ def _same(got: Any, want: Any) -> None:
 
 
 def _calls(dtypes: tuple[str, ...]) -> Any:
-    return st.lists(st.tuples(_operand(dtypes), _operand(dtypes)), min_size=2, max_size=6)
+    # Each call on the JAX backend or, inside force_portable(), the portable one: a
+    # decision one keeps must not serve the other.
+    call = st.tuples(_operand(dtypes), _operand(dtypes), st.booleans())
+    return st.lists(call, min_size=2, max_size=6)
 
 
 def _check_where(calls: list[Any]) -> None:
     cond = jnp.asarray([True, False])
-    for spec1, spec2 in calls:
+    for spec1, spec2, portable in calls:
         x1, x2 = _make(spec1), _make(spec2)
-        _same(asel.where(cond, x1, x2), jnp.where(cond, x1, x2))
-        # Under jit a Python scalar arrives as a weakly typed tracer.
-        _same(_jit_where(cond, x1, x2), _jnp_where(cond, x1, x2))
+        with asel.force_portable(portable):
+            _same(asel.where(cond, x1, x2), jnp.where(cond, x1, x2))
+            # Under jit a Python scalar arrives as a weakly typed tracer.
+            _same(_jit_where(cond, x1, x2), _jnp_where(cond, x1, x2))
 
 
 def _check_select_cases(calls: list[Any]) -> None:
     conds = [jnp.asarray([True, False]), jnp.asarray([False, False])]
-    for spec1, spec2 in calls:
+    for spec1, spec2, portable in calls:
         choice, default = _make(spec1), _make(spec2)
         choices = [choice, choice]
-        _same(asel.select_cases(conds, choices, default), jnp.select(conds, choices, default))
-        _same(
-            _jit_select_cases(conds, choices, default),
-            _jnp_select(conds, choices, default),
-        )
+        want = jnp.select(conds, choices, default)
+        with asel.force_portable(portable):
+            _same(asel.select_cases(conds, choices, default), want)
+            _same(_jit_select_cases(conds, choices, default), _jnp_select(conds, choices, default))
 
 
 @settings(max_examples=30, deadline=None)
@@ -119,7 +123,7 @@ def test_where_across_x64_modes(calls: list[Any], x64: list[bool]) -> None:
             _check_where(calls)
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(calls=_calls(_DTYPES_32), enabled=st.booleans())
 def test_select_cases_weak_and_strong(calls: list[Any], enabled: bool) -> None:
     with jax.enable_x64(enabled):
@@ -135,3 +139,17 @@ def test_issue_example_either_order(first_weak: bool) -> None:
     operands = [3, jnp.int32(300)] if first_weak else [jnp.int32(300), 3]
     for x in operands:
         _same(f(cond, x, y), jnp.where(cond, x, y))
+
+
+def test_select_cases_portable_then_native() -> None:
+    """A decision the portable backend kept (its signature of a JAX array) must not
+    serve the JAX backend, nor lack the weak type itself."""
+    conds = [jnp.asarray([True, False])]
+    strong = jnp.asarray([300, 5], jnp.int32)
+    weak = jnp.broadcast_to(jnp.asarray(300), (2,))
+    default = jnp.asarray([1, 2], jnp.uint8)
+    for portable in (True, False):
+        with asel.force_portable(portable):
+            for choice in (weak, strong):
+                want = jnp.select(conds, [choice], default)
+                _same(asel.select_cases(conds, [choice], default), want)

@@ -148,15 +148,16 @@ class Backend(abc.ABC):
         """Shape of ``x`` as a tuple; unknown sizes (e.g. Dask NaN) are ``None``."""
 
     def signature(self, x: Any) -> Hashable:
-        """What a validation decision depends on about array ``x``: its shape and
-        dtype (a library may add more, e.g. JAX's weak type). Fast paths key
-        their caches with it.
+        """What a validation decision depends on about array ``x``: its shape,
+        dtype and weak type (JAX's arrays and tracers promote like Python
+        scalars when weakly typed; ``False`` for other libraries); a library may
+        add more. Fast paths and the select family's memo key their caches with it.
 
         A backend may instead set ``signature`` to a tuple of attribute names
         (``("shape", "dtype", "device")``): the fast path then reads those
         attributes itself, in C, which is cheaper than calling a method.
         """
-        return (tuple(x.shape), x.dtype)
+        return (tuple(x.shape), x.dtype, bool(getattr(x, "weak_type", False)))
 
     def unsupported_layout(self, x: Any) -> tuple[str, str] | None:
         """What makes array ``x`` unfit for Select although it is an array of the

@@ -15,8 +15,10 @@ re-checks only what the signature does not fix:
   :func:`~arrayselect._validate.check_out_layout`, by the caller.
 
 The signature is everything the validation reads: the number of operands, each
-array's exact type and :meth:`~arrayselect.plugin.Backend.signature` (shape and
-dtype; JAX adds the weak type, PyTorch device and layout), each Python scalar's
+array's exact type and :meth:`~arrayselect.plugin.Backend.signature` by the
+backend serving it with the current :func:`~arrayselect.force_portable` setting
+(shape, dtype and weak type; the JAX backend's holds the whole abstract value,
+PyTorch's device and layout), each Python scalar's
 type, whether :func:`~arrayselect.force_portable` is on, and the backend's
 :meth:`~arrayselect.plugin.Backend.dtype_mode` (JAX's 64-bit mode). A decision
 is used only while its backend is still the registry's for that library, and
@@ -74,20 +76,25 @@ class Memo(NamedTuple):
 
 
 _memos: dict[Hashable, Memo] = {}
-# Per array type: its backend's signature of an array (filled on the first valid call).
-_signers: dict[type, Callable[[Any], Hashable]] = {}
+# Per array type and force_portable setting: the signature of an array by the backend
+# that serves it then (the native and the portable backend read different things: a
+# key made by one backend's signer would lack what the other's decision reads, such
+# as JAX's weak type). Set on each valid call, so a newly registered backend's
+# signer replaces the old one's at its first decision.
+_signers: dict[tuple[type, bool], Callable[[Any], Hashable]] = {}
 register_cache("family.signatures", lambda: (len(_memos), _CACHE_SIZE))
 
 
 def signature(kind: str, operands: Sequence[Any]) -> Hashable | None:
     """The memo key of a call, or ``None`` when no decision may be kept for it."""
-    parts: list[Hashable] = [kind, _registry.portable_forced()]
+    portable = _registry.portable_forced()
+    parts: list[Hashable] = [kind, portable]
     for x in operands:
         t = type(x)
         if t in PYTHON_SCALARS:
             parts.append(t)  # type: ignore[arg-type]  # types are hashable
             continue
-        sign = _signers.get(t)
+        sign = _signers.get((t, portable))
         if sign is None:
             return None
         tracing = _registry.tracing_checks.get(t)
@@ -173,8 +180,9 @@ def remember(
         else tuple(i for i, x in enumerate(operands) if id(x) in ids)
     )
     like_at = next(i for i, x in enumerate(operands) if x is like)
+    portable = _registry.portable_forced()
     for x in arrays:
-        _signers.setdefault(type(x), _signer(backend))
+        _signers[type(x), portable] = _signer(backend)
     key = signature(kind, operands)
     if key is None:
         return

@@ -8,7 +8,9 @@
 # is skipped with a line saying so; ARRAYSELECT_CROSS_CHECK=0 skips it anyway.
 # conformance: OpenVINO, ONNX Runtime and PaddlePaddle for tests/test_conformance_runtimes.py
 # (measured: +47 s of install and ~1 GB in .venv, ~5 s of tests).
-ARRAYSELECT_EXTRAS=test,dev,conformance
+# cuda-check: CuPy and NVRTC, so that tests/test_cupy_kernels.py compiles every CUDA
+# kernel variant (no GPU needed).
+ARRAYSELECT_EXTRAS=test,dev,conformance,cuda-check
 source "$(dirname "$0")/_venv.sh"
 set +e
 .venv/bin/python -m pytest "$@"

@@ -45,8 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument(
         "--quick",
         action="store_true",
-        help="a shorter run: about 2 minutes on an idle 2-core machine with NumPy, "
-        "PyTorch, JAX and Dask installed, several times that under load",
+        help="a shorter run: 87 and 188 s measured on a shared 2-core machine at load "
+        "average 10 to 13, with NumPy, PyTorch, JAX and Dask installed (less when idle)",
     )
     bench.add_argument(
         "--png", metavar="PATH", help="also write a bar chart to PATH (needs matplotlib)"

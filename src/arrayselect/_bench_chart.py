@@ -106,6 +106,8 @@ def draw(report: BenchReport) -> Any:
         "error bar: their interquartile range",
         fontsize="medium",
     )
+    fractions = [r.floor_fraction for r in report.rows if r.floor_fraction]
+    bottom.set_ylim(0, max([1.0, *fractions]) * 1.2)  # room for the values above the bars
     bottom.axhline(1.0, color="black", linewidth=0.9)
     bottom.set_ylabel("fraction of copy bandwidth")
     bottom.set_title(

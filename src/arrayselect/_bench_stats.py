@@ -74,16 +74,6 @@ class Spread:
         """The interquartile range over the median (0 for a zero median)."""
         return (self.q3 - self.q1) / self.median if self.median else 0.0
 
-    def scaled(self, factor: float) -> Spread:
-        """The same spread of ``factor`` times the figure (``factor`` > 0)."""
-        return Spread(self.median * factor, self.q1 * factor, self.q3 * factor, self.rounds)
-
-    def inverted(self, numerator: float) -> Spread:
-        """The spread of ``numerator / figure``: a time's becomes a rate's."""
-        return Spread(
-            numerator / self.median, numerator / self.q3, numerator / self.q1, self.rounds
-        )
-
     def percent(self) -> str:
         """The relative interquartile range as printed in the table, e.g. ``"12%"``."""
         return f"{self.relative_iqr:.0%}"

@@ -7,9 +7,12 @@ this runs ``setup`` and each benchmark method once, so a change in
 
 from __future__ import annotations
 
+import importlib
 import itertools
+import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -103,3 +106,54 @@ def test_select_family_rows_run_and_match_their_peers(name: str) -> None:
     bench.setup("numpy", 10**3)  # raises SkipNotImplemented when the bits differ
     bench.time_ours("numpy", 10**3)
     bench.time_peer("numpy", 10**3)
+
+
+def test_ci_subset_runs_every_benchmark_class() -> None:
+    """CI runs asv_benchmarks/ci_run.py: each benchmark class of the suite must be in
+    its subset, and each entry must select at least one parameter combination the way
+    ``asv run --bench`` selects (a regular expression on ``name(param, ...)``)."""
+    discovery: Any = pytest.importorskip("asv_runner.discovery")
+    ci_run: Any = importlib.import_module("ci_run")  # asv_benchmarks/ (on sys.path above)
+    root = Path(__file__).resolve().parents[1] / "asv_benchmarks"
+    benchmarks = list(discovery.disc_benchmarks(str(root / "benchmarks")))
+    classes = {b.name.rsplit(".", 1)[0] for b in benchmarks}
+    assert classes == set(ci_run.SUBSET)
+    regexes = ci_run.bench_regexes()
+    for cls in classes:
+        names = []
+        for b in benchmarks:
+            if b.name.rsplit(".", 1)[0] == cls:
+                combos = itertools.product(*b.params) if b.params else [None]
+                names += [b.name if p is None else f"{b.name}({', '.join(p)})" for p in combos]
+        selected = [n for n in names if any(re.search(r, n) for r in regexes)]
+        assert selected, f"{cls}: the subset selects none of {names[:3]}..."
+        assert len(selected) < len(names) or len(names) <= 2, cls  # a subset, not all
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="finds the processes in /proc")
+def test_ci_run_kills_a_hung_run_and_everything_it_started(tmp_path: Path) -> None:
+    """A hang (a benchmark server in a session of its own that never answers) ends
+    with exit status 124 and no process left behind."""
+    ci_run: Any = importlib.import_module("ci_run")  # asv_benchmarks/ (on sys.path above)
+    pid_file = tmp_path / "hung-child-pid"
+    code = (
+        "import subprocess, sys, time; "
+        "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'], "
+        "start_new_session=True); "
+        f"open({str(pid_file)!r}, 'w').write(str(p.pid)); time.sleep(300)"
+    )
+    assert ci_run._run_bounded([sys.executable, "-c", code], 3.0) == 124
+    state = Path(f"/proc/{int(pid_file.read_text())}/stat")
+
+    def gone() -> bool:
+        try:
+            return state.read_text().rsplit(")", 1)[1].split()[0] in "ZX"
+        except OSError:  # reaped
+            return True
+
+    # SIGKILL is delivered asynchronously: allow the kernel a moment to end it.
+    for _ in range(100):
+        if gone():
+            break
+        time.sleep(0.05)
+    assert gone()

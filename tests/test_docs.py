@@ -210,6 +210,22 @@ def test_page_examples(page: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         pytest.skip("ran the rest; " + "; ".join(skipped))
 
 
+def test_page_examples_use_the_package_and_say_what_they_need() -> None:
+    """A reader copies an example into a fresh interpreter anywhere: it imports the
+    package, never a documentation helper by a path relative to a checkout, and an
+    example that needs a package JAX does not install imports it first (an ImportError
+    naming it, rather than one from deep inside jax.export)."""
+    for page in PAGES:
+        for block in fenced_blocks(page.read_text()):
+            if block.language not in ("python", "pycon"):
+                continue
+            where = f"{page.name}:{block.line}"
+            assert "sys.path" not in block.text, where
+            assert "docs/_ext" not in block.text, where
+            if ".serialize()" in block.text:
+                assert "import flatbuffers" in block.text, where
+
+
 def _modules() -> list[str]:
     import arrayselect.backends  # the built-in backends live in their own package
 

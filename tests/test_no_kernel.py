@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tarfile
 import textwrap
+import warnings
 from pathlib import Path
 
 import pytest
@@ -90,6 +91,54 @@ def test_blocked_build_reports_what_is_missing() -> None:
     assert "fast-path hit path: Python" in output
     if "torch backend:" in output:  # torch installed: the C design is missing, said so
         assert "not used: fields: ImportError" in output, output
+
+
+WARN_ONCE = BLOCK_COMPILED + textwrap.dedent("""
+    import warnings
+    import numpy as np
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        import arrayselect as asel
+        from arrayselect.backends.numpy_backend.numpy_route import KernelMissingWarning
+        assert caught == [], [str(w.message) for w in caught]  # importing says nothing
+        c = np.array([True, False])
+        for _ in range(3):
+            asel.select(c, np.arange(2.0), 0.5)
+        asel.where(c, np.arange(2), 0.5)
+        asel.select_n(np.array([0, 1]), np.zeros(2), np.ones(2))
+        asel.select_cases([c], [np.ones(2)], 0.0)
+    mine = [w for w in caught if issubclass(w.category, KernelMissingWarning)]
+    assert issubclass(KernelMissingWarning, RuntimeWarning)
+    print("WARNINGS", len(mine), len(caught))
+    for w in mine:
+        print("MESSAGE", w.message)
+""")
+
+
+def test_a_build_without_the_kernel_warns_once_at_the_first_select() -> None:
+    """A plain ``pip install`` hides the build's warning, so the first select says it."""
+    output = _child(WARN_ONCE, cwd=ROOT)
+    assert "WARNINGS 1 1" in output, output
+    message = output.split("MESSAGE ", 1)[1]
+    assert "without its compiled NumPy kernel (ImportError" in message  # what is missing
+    assert "4.1 µs at 10^3" in message and "numpy.where 1.8 µs" in message  # the cost
+    assert "apt install gcc python3-dev" in message and "reinstall" in message  # the remedy
+    assert "ARRAYSELECT_KERNEL_WARNING=0" in message  # how to silence it
+
+
+def test_the_missing_kernel_warning_can_be_silenced_by_environment() -> None:
+    env = {**os.environ, "ARRAYSELECT_KERNEL_WARNING": "0"}
+    assert "WARNINGS 0 0" in _child(WARN_ONCE, cwd=ROOT, env=env)
+
+
+def test_a_build_with_the_kernel_does_not_warn() -> None:
+    from arrayselect.backends.numpy_backend import numpy_route
+
+    if not asel.runtime_info()["kernel"]["built"]:
+        pytest.skip("this build has no kernel")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        numpy_route.warn_kernel_missing()
 
 
 @pytest.mark.slow

@@ -196,3 +196,25 @@ def test_c_sources_compile_without_warnings(source: str, tmp_path: Path) -> None
         capture_output=True, text=True,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
+
+
+def test_cuda_packages_are_their_own_extra_which_ci_installs() -> None:
+    """``arrayselect[test]`` must not pull CuPy and NVRTC (~340 MB) onto every Linux
+    machine; the CUDA compile check keeps running in CI through ``cuda-check``."""
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+
+    def names(extra: str) -> set[str]:
+        return {req.split(";")[0].split(">")[0].split("<")[0].strip() for req in extras[extra]}
+
+    cuda = {"cupy-cuda13x", "nvidia-cuda-nvrtc"}
+    assert names("cuda-check") == cuda
+    for extra in extras:
+        if extra != "cuda-check":
+            assert not names(extra) & cuda, extra
+    test_sh = (ROOT / "scripts" / "test.sh").read_text()
+    (line,) = [x for x in test_sh.splitlines() if x.startswith("ARRAYSELECT_EXTRAS=")]
+    assert "cuda-check" in line.split("=", 1)[1].split(",")

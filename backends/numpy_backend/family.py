@@ -20,6 +20,7 @@ import arrayselect
 from arrayselect.plugin import Shape, index_error
 
 from .kernel import KERNEL_MISSING
+from .numpy_route import warn_kernel_missing
 
 __all__ = ["HAVE_KERNEL", "select_cases", "select_n"]
 
@@ -94,6 +95,7 @@ def select_n(which: Any, cases: tuple[Any, ...], shape: Shape, out: Any) -> Any:
             )
         except IndexError as exc:
             raise index_error(int(exc.args[0]), n) from None
+    warn_kernel_missing()
     if which.dtype == np.bool_:
         return arrayselect.select(
             which, cases[1], cases[0], cond_broadcast="multidirectional", out=out
@@ -127,6 +129,7 @@ def select_cases(
             _to_shape(default, out_shape),
             None,
         )
+    warn_kernel_missing()
     result = np.empty(out_shape, np.asarray(default).dtype)
     np.copyto(result, default)
     for cond, choice in zip(reversed(conds), reversed(choices), strict=True):

@@ -12,7 +12,6 @@ operation can move its bytes faster than a copy does). The asv suite in
 
 from __future__ import annotations
 
-import importlib
 import math
 import statistics
 import sys
@@ -23,7 +22,8 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from arrayselect import adapters
+from arrayselect import _bench_chart, _bench_stats, adapters
+from arrayselect._bench_stats import Spread
 from arrayselect._errors import SelectTypeError
 from arrayselect._family import select_cases, select_n
 from arrayselect._registry import force_portable
@@ -40,7 +40,6 @@ __all__ = [
     "available_targets",
     "format_table",
     "run_bench",
-    "write_png",
 ]
 
 
@@ -272,7 +271,11 @@ def available_targets() -> tuple[list[Target], list[str]]:
 class BenchRow:
     """One line of the table: one case on one target.
 
-    Times are median seconds per call; ``None`` where not measured. ``status``
+    Times are median seconds per call over the timing rounds; ``None`` where
+    not measured; the ``*_spread`` attributes hold the quartiles of each figure
+    over the same rounds (the peer/ours and floor ones paired round by round).
+    ``flags`` says why the ratio is unreliable (:func:`_bench_stats.flag_reasons`);
+    ``load`` is the highest 1-minute load average seen while the row ran. ``status``
     is ``"ok"``, ``"MISMATCH"``, ``"unsupported"`` (``select`` refused the dtype
     for this library, or the library has no such dtype), ``"not installed"``
     (NumPy cannot make the dtype here: bfloat16 without ``ml_dtypes``) or
@@ -290,6 +293,12 @@ class BenchRow:
     copy_bandwidth: float | None = None
     status: str = "ok"
     detail: str = ""
+    ours_spread: Spread | None = None
+    peer_spread: Spread | None = None
+    ratio_spread: Spread | None = None
+    floor_spread: Spread | None = None
+    load: float | None = None
+    flags: list[str] = field(default_factory=list)
 
     @property
     def ratio(self) -> float | None:
@@ -317,11 +326,19 @@ _FINE = ("ok", "unsupported", "not installed")
 
 @dataclass
 class BenchReport:
-    """Everything ``bench`` measured."""
+    """Everything ``bench`` measured, and on what.
+
+    ``copy_bandwidth`` holds each device's copy bandwidth (bytes per second)
+    over every round of every row on it, ``load_before``/``load_after`` the
+    1-minute load average when the run started and ended.
+    """
 
     rows: list[BenchRow] = field(default_factory=list)
-    copy_bandwidth: dict[str, float] = field(default_factory=dict)
+    copy_bandwidth: dict[str, Spread] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
+    machine: _bench_stats.Machine = field(default_factory=_bench_stats.machine)
+    load_before: float | None = None
+    load_after: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -329,14 +346,35 @@ class BenchReport:
         return all(row.status in _FINE for row in self.rows)
 
 
-def _median_time(fn: Callable[[], object], number: int, repeat: int) -> float:
-    rounds = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        for _ in range(number):
-            fn()
-        rounds.append((time.perf_counter() - start) / number)
-    return statistics.median(rounds)
+def _round_time(fn: Callable[[], object], number: int) -> float:
+    """Seconds per call over ``number`` calls: one timing round."""
+    start = time.perf_counter()
+    for _ in range(number):
+        fn()
+    return (time.perf_counter() - start) / number
+
+
+@dataclass
+class _CopyProbe:
+    """A device's memory floor, timed between the rounds of the rows it normalises.
+
+    Timing the copy once at the start would compare every row with the machine
+    as it was then; timed round by round, the floor sees the load the row saw.
+    """
+
+    nbytes: int
+    call: Callable[[], object]
+    seconds: list[float] = field(default_factory=list)
+
+    def time(self) -> float:
+        """Time one copy; its bandwidth in bytes per second (read and write)."""
+        seconds = _round_time(self.call, 1)
+        self.seconds.append(seconds)
+        return 2 * self.nbytes / seconds
+
+    def bandwidth(self) -> Spread:
+        """The bandwidth over every copy timed so far."""
+        return Spread.of([2 * self.nbytes / s for s in self.seconds])
 
 
 def _loops(fn: Callable[[], object], min_time: float) -> int:
@@ -400,7 +438,11 @@ def _calls(case: BenchCase, where_: Callable[..., Any]) -> tuple[Callable[..., A
 
 
 def _measure(
-    target: Target, case: BenchCase, inputs: tuple[Any, ...], timing: tuple[float, int]
+    target: Target,
+    case: BenchCase,
+    inputs: tuple[Any, ...],
+    timing: tuple[float, int],
+    probe: _CopyProbe | None,
 ) -> BenchRow:
     min_time, repeat = timing
     expected = _expected(case, inputs)
@@ -444,13 +486,31 @@ def _measure(
         row.status, row.detail = "MISMATCH", problem
     peer()
     ours_loops, peer_loops = _loops(ours, min_time), _loops(peer, min_time)
-    ours_times, peer_times = [], []
-    for _ in range(repeat):  # interleaved, so both see the same machine noise
-        ours_times.append(_median_time(ours, ours_loops, 1))
-        peer_times.append(_median_time(peer, peer_loops, 1))
-    row.seconds = statistics.median(ours_times)
-    row.peer_seconds = statistics.median(peer_times)
+    ours_times, peer_times, copies = [], [], []
+    for _ in range(repeat):  # interleaved, so all three see the same machine noise
+        ours_times.append(_round_time(ours, ours_loops))
+        peer_times.append(_round_time(peer, peer_loops))
+        if probe is not None:
+            copies.append(probe.time())
+    _summarise(row, ours_times, peer_times, copies)
     return row
+
+
+def _summarise(
+    row: BenchRow, ours: Sequence[float], peer: Sequence[float], copies: Sequence[float]
+) -> None:
+    """Fill ``row``'s figures and their spreads from its timing rounds.
+
+    ``copies`` are the copy bandwidths timed after each round (empty without a
+    probe); the ratio's and the floor fraction's spreads pair the rounds.
+    """
+    row.ours_spread, row.peer_spread = Spread.of(ours), Spread.of(peer)
+    row.seconds, row.peer_seconds = row.ours_spread.median, row.peer_spread.median
+    row.ratio_spread = Spread.of([p / o for o, p in zip(ours, peer, strict=True)])
+    if copies:
+        row.copy_bandwidth = statistics.median(copies)
+        fractions = [row.nbytes / o / c for o, c in zip(ours, copies, strict=True)]
+        row.floor_spread = Spread.of(fractions)
 
 
 class _Progress:
@@ -506,12 +566,14 @@ def run_bench(
         Where the progress bar goes; ``None`` for none.
     timing : (float, int), optional
         Seconds each timing round lasts at least, and the number of rounds;
-        by default (0.01, 5) with ``quick`` and (0.05, 9) without.
+        by default (0.01, 5) with ``quick`` and (0.05, 9) without. After each
+        round a copy is timed on the row's device (the memory floor).
 
     Returns
     -------
     BenchReport
-        One row per case and target, the copy bandwidths and the missing libraries.
+        One row per case and target, the copy bandwidths, the missing
+        libraries, the machine and its load.
     """
     if cases is None:
         cases = QUICK_CASES if quick else CASES
@@ -522,16 +584,11 @@ def run_bench(
         found = list(targets)
     if timing is None:
         timing = (0.01, 5) if quick else (0.05, 9)
-    report = BenchReport(missing=missing)
+    report = BenchReport(missing=missing, load_before=_bench_stats.load_average())
+    cores = report.machine.usable
     bar = _Progress(len(found) * len(cases) + 1, progress)
     bar.show("memory floor (copy bandwidth)")
-    # Larger than the last-level caches of current CPUs, so the copy goes to DRAM.
-    cpu_bytes = 2**27 if quick else 2**28
-    report.copy_bandwidth["cpu"] = 2 * cpu_bytes / adapters.get("numpy").copy_seconds(cpu_bytes)
-    for target in found:
-        gpu = target.adapter.device_kind == "gpu"
-        if gpu and target.device not in report.copy_bandwidth:
-            report.copy_bandwidth[target.device] = 2 * 2**30 / target.adapter.copy_seconds(2**30)
+    probes = _copy_probes(found, quick)
     bar.done += 1
     for case in cases:
         try:
@@ -546,15 +603,37 @@ def run_bench(
                     row = BenchRow(target.label, target.device, "-", case.label, target.peer_name)
                     row.status, row.detail = "not installed", absent
                 else:
-                    row = _measure(target, case, inputs, timing)
+                    load = _bench_stats.load_average()
+                    row = _measure(target, case, inputs, timing, probes.get(target.device))
+                    after = _bench_stats.load_average()
+                    row.load = None if load is None or after is None else max(load, after)
+                    if row.status == "ok":
+                        spreads = (row.ours_spread, row.peer_spread, row.ratio_spread)
+                        row.flags = _bench_stats.flag_reasons(spreads, row.load, cores)
             except Exception as exc:  # report in the table, go on with the rest
                 row = BenchRow(target.label, target.device, "?", case.label, target.peer_name)
                 row.status, row.detail = "ERROR", f"{type(exc).__name__}: {exc}"
-            row.copy_bandwidth = report.copy_bandwidth.get(target.device)
             report.rows.append(row)
             bar.done += 1
     bar.close()
+    report.copy_bandwidth = {d: p.bandwidth() for d, p in probes.items() if p.seconds}
+    report.load_after = _bench_stats.load_average()
     return report
+
+
+def _copy_probes(found: Sequence[Target], quick: bool) -> dict[str, _CopyProbe]:
+    """One copy probe per device the targets run on, warmed up (not yet timed)."""
+    # Larger than the last-level caches of current CPUs, so the copy goes to DRAM.
+    cpu_bytes = 2**27 if quick else 2**28
+    probes: dict[str, _CopyProbe] = {}
+    for target in found:
+        if target.device not in probes:
+            gpu = target.adapter.device_kind == "gpu"
+            nbytes = 2**30 if gpu else cpu_bytes
+            adapter = target.adapter if gpu else adapters.get("numpy")
+            probes[target.device] = _CopyProbe(nbytes, adapter.copy_call(nbytes))
+            probes[target.device].call()  # first touch of the pages: not a copy's speed
+    return probes
 
 
 # --------------------------------------------------------------------------- output
@@ -573,28 +652,41 @@ def _num(value: float | None, fmt: str) -> str:
     return "-" if value is None else format(value, fmt)
 
 
-def format_table(report: BenchReport) -> str:
-    """The report as a Markdown table, with notes on peers, floors and problems."""
-    header = ["library", "backend", "case", "time", "peer", "peer time", "peer/ours", "GB/s"]
-    header += ["of floor", "check"]
-    lines: list[Sequence[str]] = [header]
-    for row in report.rows:
-        lines.append(
-            (
-                row.target,
-                row.backend,
-                row.case,
-                _time(row.seconds),
-                row.peer_name,
-                _time(row.peer_seconds),
-                _num(row.ratio, ".2f"),
-                _num(row.gbps, ".2f"),
-                _num(row.floor_fraction, ".0%"),
-                row.status,
-            )
-        )
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    right = {3, 5, 6, 7, 8}
+def _iqr(spread: Spread | None) -> str:
+    return "-" if spread is None else spread.percent()
+
+
+#: The table's columns; "IQR" is the spread of the figure to its left.
+COLUMNS = (
+    "library", "backend", "case", "time", "IQR", "peer", "peer time", "IQR", "peer/ours",
+    "IQR", "GB/s", "of floor", "IQR", "check", "unreliable",
+)  # fmt: skip
+_RIGHT = frozenset({3, 4, 6, 7, 8, 9, 10, 11, 12})
+
+
+def _cells(row: BenchRow) -> tuple[str, ...]:
+    return (
+        row.target,
+        row.backend,
+        row.case,
+        _time(row.seconds),
+        _iqr(row.ours_spread),
+        row.peer_name,
+        _time(row.peer_seconds),
+        _iqr(row.peer_spread),
+        _num(row.ratio, ".2f"),
+        _iqr(row.ratio_spread),
+        _num(row.gbps, ".2f"),
+        _num(row.floor_fraction, ".0%"),
+        _iqr(row.floor_spread),
+        row.status,
+        ", ".join(row.flags),
+    )
+
+
+def _markdown(lines: Sequence[Sequence[str]], right: frozenset[int]) -> list[str]:
+    """``lines`` (the header first) as a Markdown table, columns in ``right`` right-aligned."""
+    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
 
     def fmt(line: Sequence[str]) -> str:
         cells = [
@@ -603,23 +695,46 @@ def format_table(report: BenchReport) -> str:
         ]
         return "| " + " | ".join(cells) + " |"
 
-    rule = (
-        "|"
-        + "|".join(
-            "-" * (w + 1) + ":" if i in right else "-" * (w + 2) for i, w in enumerate(widths)
-        )
-        + "|"
+    rule = "|".join(
+        "-" * (w + 1) + ":" if i in right else "-" * (w + 2) for i, w in enumerate(widths)
     )
-    out = [fmt(lines[0]), rule, *(fmt(line) for line in lines[1:])]
+    return [fmt(lines[0]), f"|{rule}|", *(fmt(line) for line in lines[1:])]
+
+
+def format_header(report: BenchReport) -> str:
+    """What the table was measured on: the machine, the date, the load before and after."""
+    load = _bench_stats.format_load(report.load_before, report.load_after)
+    return f"machine: {report.machine.describe()}; {load}"
+
+
+def format_table(report: BenchReport) -> str:
+    """The report as a Markdown table, with the machine above it and notes below.
+
+    The notes define every column, give each device's copy bandwidth with its
+    spread, state the rule that marks a row unreliable and count the marked rows,
+    and explain every row that is not ``ok``.
+    """
+    out = [format_header(report), ""]
+    out += _markdown([COLUMNS, *(_cells(row) for row in report.rows)], _RIGHT)
     out.append("")
     floors = ", ".join(
-        f"{device} {bw / 1e9:.1f} GB/s" for device, bw in report.copy_bandwidth.items()
+        f"{device} {bw.median / 1e9:.1f} GB/s (IQR {bw.percent()} over {bw.rounds} copies)"
+        for device, bw in report.copy_bandwidth.items()
     )
+    rounds = max((r.ours_spread.rounds for r in report.rows if r.ours_spread), default=0)
     out.append(
-        "time: median per call; peer/ours > 1: select is faster; GB/s: bytes Select must "
-        "move (inputs read once, output written once) per second; of floor: that over "
-        f"the device's copy bandwidth ({floors}); above 100%: the data fit in cache."
+        f"time: median per call over {rounds} rounds; IQR: the interquartile range of the "
+        "figure to its left over those rounds, as a fraction of its median (peer/ours and "
+        "of floor: round by round); peer/ours > 1: select is faster; GB/s: bytes Select "
+        "must move (inputs read once, output written once) per second (its IQR is the "
+        "time's); of floor: that over the device's copy bandwidth, timed after every round "
+        f"({floors}); above 100%: the data sat in cache, which a copy larger than the "
+        "cache cannot use."
     )
+    out.append(_bench_stats.rule_text(report.machine.usable))
+    measured = [row for row in report.rows if row.status == "ok"]
+    marked = [row for row in measured if row.flags]
+    out.append(f"marked unreliable: {len(marked)} of {len(measured)} measured rows")
     not_installed = set()
     for row in report.rows:
         if row.status == "not installed":  # the same for every library: one line per case
@@ -631,56 +746,6 @@ def format_table(report: BenchReport) -> str:
     if report.missing:
         out.append("not installed or no device: " + ", ".join(report.missing))
     return "\n".join(out)
-
-
-def write_png(report: BenchReport, path: str) -> None:
-    """Bar chart of the report: time per case (log scale) and fraction of the floor.
-
-    Raises
-    ------
-    ImportError
-        If matplotlib is not installed (``pip install 'arrayselect[plot]'``).
-    """
-    plt = _pyplot()
-    cases = list(dict.fromkeys(row.case for row in report.rows))
-    targets = list(dict.fromkeys(row.target for row in report.rows))
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(max(8, 1.6 * len(cases)), 8))
-    width = 0.8 / max(len(targets), 1)
-    for i, target in enumerate(targets):
-        by_case = {row.case: row for row in report.rows if row.target == target}
-        xs = [c + (i - (len(targets) - 1) / 2) * width for c in range(len(cases))]
-        ours = [(by_case[c].seconds or 0.0) * 1e6 if c in by_case else 0.0 for c in cases]
-        peer = [(by_case[c].peer_seconds or 0.0) * 1e6 if c in by_case else 0.0 for c in cases]
-        floor = [(by_case[c].floor_fraction or 0.0) if c in by_case else 0.0 for c in cases]
-        bars = top.bar(xs, ours, width, label=target)
-        top.scatter(xs, peer, marker="_", s=200, color="black", zorder=3)
-        bottom.bar(
-            xs, floor, width, color=bars.patches[0].get_facecolor() if bars.patches else None
-        )
-    top.set_yscale("log")
-    top.set_ylabel("µs per call (black tick: peer)")
-    top.legend(fontsize="small")
-    bottom.axhline(1.0, color="black", linewidth=0.8)
-    bottom.set_ylabel("fraction of copy bandwidth")
-    for ax in (top, bottom):
-        ax.set_xticks(range(len(cases)))
-        ax.set_xticklabels(cases, rotation=20, fontsize="small")
-    top.set_title("arrayselect.select vs each library's where")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-
-
-def _pyplot() -> Any:
-    try:
-        matplotlib = importlib.import_module("matplotlib")
-    except ImportError as exc:
-        raise ImportError(
-            "writing a PNG needs matplotlib, which is not installed: "
-            "pip install 'arrayselect[plot]' (or pip install matplotlib)"
-        ) from exc
-    matplotlib.use("Agg")
-    return importlib.import_module("matplotlib.pyplot")
 
 
 def print_kernel_info(echo: Callable[[str], None] = print) -> None:
@@ -698,7 +763,7 @@ def main(quick: bool = False, png: str | None = None, echo: Callable[[str], None
     """
     if png is not None:
         try:
-            _pyplot()
+            _bench_chart.pyplot()
         except ImportError as exc:
             echo(f"error: {exc}")
             return 2
@@ -708,7 +773,7 @@ def main(quick: bool = False, png: str | None = None, echo: Callable[[str], None
     print_kernel_info(echo)
     echo(f"bench{' --quick' if quick else ''}: {time.perf_counter() - started:.0f} s")
     if png is not None:
-        write_png(report, png)
+        _bench_chart.write_png(report, png)
         echo(f"chart written to {png}")
     echo("bench " + ("passed: every result matches NumPy" if report.ok else "FAILED"))
     return 0 if report.ok else 1

@@ -305,9 +305,17 @@ class Library:
         buffer (the arrays of every CPU library live in the same memory); on a
         GPU the library's own device copy.
         """
+        return _best_seconds(self.copy_call(nbytes))
+
+    def copy_call(self, nbytes: int) -> Callable[[], object]:
+        """One synchronised copy of ``nbytes`` bytes within the device, buffers made once.
+
+        What :meth:`copy_seconds` times; ``bench`` times it between its rounds,
+        so that the memory floor is measured under the same load as the rows.
+        """
         src = np.ones(nbytes // 4, dtype=np.float32)
         dst = np.empty_like(src)
-        return _best_seconds(lambda: np.copyto(dst, src))
+        return lambda: np.copyto(dst, src)
 
     # ------------------------------------------------------------------ arrays on the device
 
@@ -413,13 +421,13 @@ class TorchAdapter(Library):
             self.xp.cuda.synchronize()
         return x
 
-    def copy_seconds(self, nbytes: int) -> float:
+    def copy_call(self, nbytes: int) -> Callable[[], object]:
         if self.device == "cpu":
-            return super().copy_seconds(nbytes)
+            return super().copy_call(nbytes)
         torch = self.xp
         src = torch.ones(nbytes // 4, dtype=torch.float32, device=self.device)
         dst = torch.empty_like(src)
-        return _best_seconds(lambda: self.sync(dst.copy_(src)))
+        return lambda: self.sync(dst.copy_(src))
 
     def concat(self, parts: Sequence[Any]) -> Any:
         return self.xp.cat(list(parts))
@@ -499,12 +507,12 @@ class JaxAdapter(Library):
         jitted: Callable[..., Any] = self.jax.jit(fn)
         return jitted
 
-    def copy_seconds(self, nbytes: int) -> float:
+    def copy_call(self, nbytes: int) -> Callable[[], object]:
         if self.device_kind == "cpu":
-            return super().copy_seconds(nbytes)
+            return super().copy_call(nbytes)
         src = self._put(np.ones(nbytes // 4, dtype=np.float32))
         copy = self.jax.jit(self.xp.copy)
-        return _best_seconds(lambda: copy(src).block_until_ready())
+        return lambda: copy(src).block_until_ready()
 
     def concat(self, parts: Sequence[Any]) -> Any:
         return self.xp.concatenate(list(parts))
@@ -598,11 +606,11 @@ class CupyAdapter(Library):
         self.xp.cuda.get_current_stream().synchronize()
         return x
 
-    def copy_seconds(self, nbytes: int) -> float:
+    def copy_call(self, nbytes: int) -> Callable[[], object]:
         cupy = self.xp
         src = cupy.ones(nbytes // 4, dtype=cupy.float32)
         dst = cupy.empty_like(src)
-        return _best_seconds(lambda: self.sync(cupy.copyto(dst, src)))
+        return lambda: self.sync(cupy.copyto(dst, src))
 
     def concat(self, parts: Sequence[Any]) -> Any:
         return self.xp.concatenate(list(parts))

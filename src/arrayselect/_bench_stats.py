@@ -1,0 +1,172 @@
+"""What makes a ``bench`` figure trustworthy: its spread, the machine, the load.
+
+Pure functions and small records, kept apart from the timing loop so that they
+can be tested without timing anything: the spread of a set of timing rounds,
+the rule that marks a row's ratio unreliable, and the description of the
+machine (CPU model, cores, load average) printed with every table.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = [
+    "LOAD_NOTE",
+    "NOISE_LIMIT",
+    "Machine",
+    "Spread",
+    "flag_reasons",
+    "format_load",
+    "load_average",
+    "machine",
+    "rule_text",
+    "usable_cores",
+]
+
+#: A row is "noisy" when the interquartile range of a figure it is read from
+#: exceeds this fraction of that figure's median.
+NOISE_LIMIT = 0.25
+
+LOAD_NOTE = "the 1-minute load average exceeded the usable cores while the row ran"
+
+
+@dataclass(frozen=True)
+class Spread:
+    """Median and quartiles of the rounds one figure was measured in.
+
+    Attributes
+    ----------
+    median, q1, q3
+        The median and the first and third quartiles (inclusive method: with
+        five rounds, the 2nd and 4th smallest).
+    rounds
+        How many rounds the figure is made of.
+    """
+
+    median: float
+    q1: float
+    q3: float
+    rounds: int
+
+    @classmethod
+    def of(cls, samples: Sequence[float]) -> Spread:
+        """The spread of ``samples`` (at least one).
+
+        Raises
+        ------
+        ValueError
+            If ``samples`` is empty.
+        """
+        if not samples:
+            raise ValueError("a spread needs at least one sample")
+        if len(samples) == 1:
+            return cls(samples[0], samples[0], samples[0], 1)
+        q1, _, q3 = statistics.quantiles(samples, n=4, method="inclusive")
+        return cls(statistics.median(samples), q1, q3, len(samples))
+
+    @property
+    def relative_iqr(self) -> float:
+        """The interquartile range over the median (0 for a zero median)."""
+        return (self.q3 - self.q1) / self.median if self.median else 0.0
+
+    def percent(self) -> str:
+        """The relative interquartile range as printed in the table, e.g. ``"12%"``."""
+        return f"{self.relative_iqr:.0%}"
+
+
+def flag_reasons(spreads: Sequence[Spread | None], load: float | None, cores: int) -> list[str]:
+    """Why a row's ratio cannot be trusted; empty when it can.
+
+    Parameters
+    ----------
+    spreads : sequence of Spread or None
+        The figures the ratio is read from (ours, the peer's, the ratio's own);
+        ``None`` for one not measured.
+    load : float or None
+        The highest 1-minute load average seen while the row ran; ``None``
+        where the platform has none.
+    cores : int
+        The cores this process may run on.
+
+    Returns
+    -------
+    list of str
+        ``"noisy"`` when any spread's interquartile range exceeds
+        :data:`NOISE_LIMIT` of its median; ``"loaded"`` when ``load`` exceeds
+        ``cores`` (threads were waiting for a core, so the timings include
+        time spent not running).
+    """
+    reasons = []
+    if any(s is not None and s.relative_iqr > NOISE_LIMIT for s in spreads):
+        reasons.append("noisy")
+    if load is not None and load > cores:
+        reasons.append("loaded")
+    return reasons
+
+
+def rule_text(cores: int) -> str:
+    """The marking rule, printed under the table."""
+    return (
+        f"unreliable: noisy = the interquartile range of our time, the peer's time or "
+        f"peer/ours over the timing rounds exceeds {NOISE_LIMIT:.0%} of its median; "
+        f"loaded = {LOAD_NOTE} ({cores}). Do not read a marked row's ratio as a measurement."
+    )
+
+
+def load_average() -> float | None:
+    """The 1-minute load average, or ``None`` where the platform has none (Windows)."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity mask where there is one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class Machine:
+    """The machine a report was measured on."""
+
+    cpu: str
+    cores: int
+    usable: int
+    date: str
+
+    def describe(self) -> str:
+        """One line, e.g. ``"AMD EPYC, 2 cores (2 usable), 2026-11-27 15:50 UTC"``."""
+        return f"{self.cpu}, {self.cores} cores ({self.usable} usable), {self.date}"
+
+
+def machine() -> Machine:
+    """This machine, now."""
+    now = datetime.datetime.now(datetime.UTC)
+    return Machine(_cpu_model(), os.cpu_count() or 1, usable_cores(), f"{now:%Y-%m-%d %H:%M} UTC")
+
+
+def format_load(before: float | None, after: float | None) -> str:
+    """The run's load averages, e.g. ``"load average 0.42 before, 1.90 after (1-minute)"``."""
+    if before is None or after is None:
+        return "load average: not available on this platform"
+    return f"load average {before:.2f} before, {after:.2f} after (1-minute)"

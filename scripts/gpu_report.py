@@ -89,12 +89,37 @@ def targets(bench: dict[str, Any]) -> list[str]:
         )
     else:
         lines.append("never slower than cupy.where: NOT MEASURED")
-    bf16 = [r for r in find("select 2^") if "bfloat16 same shape: arrayselect" in r["name"]]
-    if bf16 and "seconds" in bf16[0]:
-        ok = "BITS DIFFER" not in bf16[0].get("note", "")
-        lines.append(f"bfloat16 works: {'MET' if ok else 'MISSED (bits differ)'}")
+    sweep = [r for r in find("sweep 2^") if "ratio_to_where" in r]
+    if sweep:
+        worst = max(sweep, key=lambda r: r["ratio_to_where"])
+        verdict = "MET" if worst["ratio_to_where"] <= 1.03 else "MISSED"
+        lines.append(
+            f"never slower than cupy.where, 2^10..2^28 float32: worst ratio "
+            f"{worst['ratio_to_where']:.3f} ({worst['name'].split(':')[0]}) {verdict}"
+        )
     else:
-        lines.append("bfloat16 works: NOT MEASURED")
+        lines.append("never slower than cupy.where over the size sweep: NOT MEASURED")
+    cases = [r for r in find("select_cases x4") if "speedup" in r]
+    if cases:
+        worst = min(cases, key=lambda r: r["speedup"])
+        best = max(cases, key=lambda r: r["speedup"])
+        verdict = "MET" if worst["speedup"] >= 3 else "MISSED"
+        lines.append(
+            f"select_cases x4 >= 3x cupy.select: {worst['speedup']:.2f}x (worst, "
+            f"{worst['name'].split(':')[0]}) .. {best['speedup']:.2f}x (best) {verdict}"
+        )
+    else:
+        lines.append("select_cases x4 >= 3x cupy.select: NOT MEASURED")
+    jax_rows = [r for r in find("jax ") if "arrayselect (jit)" in r["name"] and "seconds" in r]
+    if jax_rows:
+        worst = max(jax_rows, key=lambda r: r["ratio_to_where"])
+        verdict = "MET" if worst["ratio_to_where"] <= 1.05 else "MISSED"
+        lines.append(
+            f"jax.jit(select) within 5% of jax.jit(jnp.where): worst ratio "
+            f"{worst['ratio_to_where']:.3f} ({worst['name'].split(':')[0]}) {verdict}"
+        )
+    else:
+        lines.append("jax.jit(select) within 5% of jax.jit(jnp.where): NOT MEASURED")
     bits = [r["name"] for r in rows if "BITS DIFFER" in r.get("note", "")]
     if bits:
         lines.append("bit differences from cupy.where in: " + "; ".join(bits))
@@ -122,6 +147,9 @@ def main(argv: list[str] | None = None) -> int:
     from gpu_bench import format_table
 
     print()
+    env = bench.get("env", {})
+    if env:
+        print("machine: " + ", ".join(f"{k} {v}" for k, v in env.items() if k != "nvidia_smi"))
     print(format_table(bench))
     print()
     tests_ok = args.test_rc == 0

@@ -103,10 +103,13 @@ def test_every_dtype_bit_exact(cp: ModuleType, name: str):
     expected = np.where(c, t, e)
     for _ in range(2):  # general path, then the cached fast path
         _same_bits(asel.select(_on(cp, c), _on(cp, t), _on(cp, e)), expected)
+    # every size takes the 16-byte-word kernel where one exists (1-8 byte values)
+    vectorized = dtype.itemsize in (1, 2, 4, 8)
     kinds = {launch[0] for launch in cp.LAUNCHES}
-    assert kinds == {"elementwise"}  # small: never the vectorized kernel
+    assert kinds == ({"raw"} if vectorized else {"elementwise"})
     names = {launch[1] for launch in cp.LAUNCHES}
-    assert names == {f"arrayselect_select_c1_v{dtype.itemsize}"}
+    name = "select_vec_v" if vectorized else "select_c1_v"
+    assert names == {f"arrayselect_{name}{dtype.itemsize}"}
 
 
 @pytest.mark.parametrize("cond_name", ["int8", "int16", "int32", "int64", "uint16", "uint64"])
@@ -117,7 +120,9 @@ def test_integer_conds_nonzero_is_true_without_a_cast(cp: ModuleType, cond_name:
     c = raw.astype(f"u{cdt.itemsize}").view(cdt)
     t, e = np.arange(64, dtype=np.float32), -np.arange(64, dtype=np.float32)
     _same_bits(asel.select(_on(cp, c), _on(cp, t), _on(cp, e)), np.where(c != 0, t, e))
-    assert cp.LAUNCHES[-1][1] == f"arrayselect_select_c{cdt.itemsize}_v4"
+    # a 1-byte cond takes the 16-byte-word kernel, which tests the bytes with != 0 too
+    name = "select_vec_v4" if cdt.itemsize == 1 else f"select_c{cdt.itemsize}_v4"
+    assert cp.LAUNCHES[-1][1] == f"arrayselect_{name}"
 
 
 def test_python_scalars_match_the_numpy_backend(cp: ModuleType):
@@ -259,6 +264,35 @@ def test_vectorized_path_dispatch(cp: ModuleType, value: str, cond: str):
     # below the threshold: element-wise
     asel.select(_on(cp, c[:255]), _on(cp, t[:255]), _on(cp, e[:255]))
     assert cp.LAUNCHES[-1][0] == "elementwise"
+
+
+def test_fast_path_launches_without_layouts(
+    cp: ModuleType, emu: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+):
+    """A cached same-shape call launches the word kernel directly (no layout objects,
+    no raw views); a call on another device than the current one, or with ``out``,
+    takes the general path."""
+    n = 301
+    c = RNG.integers(0, 2, n).astype(bool)
+    t, e = _bits(n, np.dtype(np.float32)), _bits(n, np.dtype(np.float32))
+    expected = np.where(c, t, e)
+    _same_bits(asel.select(_on(cp, c), _on(cp, t), _on(cp, e)), expected)  # caches
+
+    def no_layouts(x: Any) -> None:
+        raise AssertionError("the fast path built a layout")
+
+    c2, t2, e2 = RNG.integers(0, 2, n).astype(bool), _bits(n, t.dtype), _bits(n, t.dtype)
+    with monkeypatch.context() as patch:
+        patch.setattr(emu.module, "_layout", no_layouts)
+        cp.LAUNCHES.clear()
+        got = asel.select(_on(cp, c2), _on(cp, t2), _on(cp, e2))
+    _same_bits(got, np.where(c2, t2, e2))
+    assert [launch[:3] for launch in cp.LAUNCHES] == [("raw", "arrayselect_select_vec_v4", 0)]
+    with cp.cuda.Device(1):
+        c1, t1, e1 = _on(cp, c), _on(cp, t), _on(cp, e)
+    got = asel.select(c1, t1, e1)
+    assert got.data.device_id == 1 and cp.LAUNCHES[-1][2] == 1
+    _same_bits(got, expected)
 
 
 def test_no_vectorized_kernel_for_wide_conds_or_16_byte_values(cp: ModuleType):

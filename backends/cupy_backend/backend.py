@@ -121,7 +121,7 @@ class CupyBackend(NumpyDtypes, Backend):
 
     def __init__(self) -> None:
         self.vector_min_size: int = ck.VECTOR_MIN_SIZE
-        self._fast = SignatureCache(self, (cupy.ndarray,), self._run)
+        self._fast = SignatureCache(self, (cupy.ndarray,), None, prepare=self._prepare)
         register_cache("cupy_backend.fast_path", lambda: (len(self._fast), self._fast.maxsize))
 
     # ------------------------------------------------------------- queries
@@ -151,8 +151,72 @@ class CupyBackend(NumpyDtypes, Backend):
     def fast_path(self) -> FastPath:
         return self._fast.fast_path()
 
-    def _run(self, cond: Any, then: Any, else_: Any, decision: Decision, out: Any) -> Any:
-        return self.execute(cond, then, else_, decision.plan, decision.dtype, out)
+    def _prepare(self, decision: Decision) -> Callable[..., Any]:
+        """The function a cached signature runs: ``call(cond, then, else_[, out])``.
+
+        For a signature whose ``then`` and ``else`` are arrays of an item size the
+        16-byte-word kernel moves, a call on C-contiguous, aligned, same-shape
+        operands with a 1-byte ``cond`` and no ``out`` launches that kernel on the
+        operands as they are (a ``RawKernel`` reads only their pointers: no raw
+        views, no layout objects; launch shape cached per device). Everything
+        else, and any call failing one of those checks, runs :meth:`execute`.
+        """
+        plan, dtype = decision.plan, decision.dtype
+        execute = self.execute
+
+        def general(cond: Any, then: Any, else_: Any, out: Any = None) -> Any:
+            return execute(cond, then, else_, plan, dtype, out)
+
+        spec = ck.vector_spec(1, dtype.itemsize)
+        if (
+            spec is None
+            or decision.with_out
+            or decision.then_range is not None
+            or decision.else_range is not None
+        ):
+            return general
+        shape = plan.out_shape
+        n = 1
+        for d in shape:
+            n *= int(d)
+        if n == 0:
+            return general
+        kernel = vector_kernel(spec)
+        cond_mask = spec.lanes - 1
+        size = np.int64(n)
+        launches: dict[int, tuple[tuple[int], tuple[int]]] = {}
+        get_device = cupy.cuda.runtime.getDevice
+        empty = cupy.empty
+        backend = self
+
+        def call(cond: Any, then: Any, else_: Any, out: Any = None) -> Any:
+            # Cheapest tests first; every one is an attribute read or an int operation.
+            if (
+                out is None
+                and n >= backend.vector_min_size
+                and cond.itemsize == 1
+                and cond.shape == shape
+                and then.shape == shape
+                and else_.shape == shape
+                and cond.flags.c_contiguous
+                and then.flags.c_contiguous
+                and else_.flags.c_contiguous
+                and not (then.data.ptr | else_.data.ptr) & 15
+                and not cond.data.ptr & cond_mask
+            ):
+                device = cond.data.device_id
+                if device == get_device():
+                    launch = launches.get(device)
+                    if launch is None:
+                        sm_count, threads_per_sm = _limits(device)
+                        grid, block = ck.vector_launch(n, spec.lanes, sm_count, threads_per_sm)
+                        launch = launches[device] = ((grid,), (block,))
+                    z = empty(shape, dtype)
+                    kernel(launch[0], launch[1], (cond, then, else_, z, size))
+                    return z
+            return general(cond, then, else_, out)
+
+        return call
 
     # ------------------------------------------------------------- running
     def select(self, cond: Any, then: Any, else_: Any, plan: SelectPlan, out: Any) -> Any:

@@ -86,10 +86,11 @@ C_TYPES: Final[dict[str, str]] = {
 
 #: Threads per block of the vectorized kernel.
 VECTOR_BLOCK: Final = 256
-#: Smallest element count for which the vectorized kernel is used. Not tuned on
-#: a GPU yet (no measurement in the session that wrote it): below about a million
-#: elements a launch is dominated by fixed costs either way.
-VECTOR_MIN_SIZE: Final = 1 << 20
+#: Smallest element count for which the vectorized kernel is used: every size.
+#: Besides moving 16-byte words, its launch (a ``RawKernel`` given the operands'
+#: pointers) costs the host less than an ``ElementwiseKernel``'s, which is what a
+#: small call's time is (``asv_benchmarks/gpu_bench.py`` compares the two kernels).
+VECTOR_MIN_SIZE: Final = 1
 #: Threads an SM can hold when the device does not say (sm_80 and sm_90: 2048).
 DEFAULT_THREADS_PER_SM: Final = 2048
 

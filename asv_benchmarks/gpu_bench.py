@@ -528,7 +528,10 @@ def _tuning_rows(cp: Any, args: argparse.Namespace, copy_bw: float) -> list[dict
     spec = ck.vector_spec(1, 4)
     assert spec is not None
     base = cb.vector_kernel(spec)
-    sms, per_sm = cb._limits(cp.cuda.Device().id)
+    rt = cp.cuda.runtime
+    dev = cp.cuda.Device().id
+    sms = rt.deviceGetAttribute(rt.cudaDevAttrMultiProcessorCount, dev)
+    per_sm = rt.deviceGetAttribute(rt.cudaDevAttrMaxThreadsPerMultiProcessor, dev)
     rows: list[dict[str, Any]] = []
 
     def row(label: str, kernel: Any, grid: int, block: int, *tail: Any) -> None:
@@ -712,7 +715,7 @@ def _jax_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
             t = jax.random.normal(jax.random.PRNGKey(1), (n,), jnp.float32)
             e = jax.random.normal(jax.random.PRNGKey(2), (n,), jnp.float32)
             same = bool((ours(c, t, e) == ref(c, t, e)).all())
-            hlo = [f.lower(c, t, e).compile().as_text() for f in (ours, ref)]
+            hlo = [str(f.lower(c, t, e).compile().as_text()) for f in (ours, ref)]
             # the optimized HLO modules, names aside: the same program or not
             same_hlo = _strip_names(hlo[0]) == _strip_names(hlo[1])
             inner = max(1, min(50, (1 << 24) // n))

@@ -28,16 +28,18 @@ def _tag(name: str) -> str:
     return "-"
 
 
-def test_table(junit: Path) -> tuple[list[str], dict[str, int]]:
+def test_table(junits: list[Path]) -> tuple[list[str], dict[str, int]]:
     """Lines of the test table, and how many cupy / jax tests actually ran."""
     ran = {"cupy": 0, "jax": 0}
-    if not junit.exists():
-        return [f"tests: no JUnit report at {junit} (pytest did not run)"], ran
+    missing = [j for j in junits if not j.exists()]
+    if missing:
+        return [f"tests: no JUnit report at {missing[0]} (pytest did not run)"], ran
     counts: dict[tuple[str, str], collections.Counter[str]] = collections.defaultdict(
         collections.Counter
     )
     reasons: collections.Counter[str] = collections.Counter()
-    for case in ET.parse(junit).getroot().iter("testcase"):
+    cases = [c for j in junits for c in ET.parse(j).getroot().iter("testcase")]
+    for case in cases:
         module = case.get("classname", "?").split(".")[-1] or "?"
         tag = _tag(case.get("name", ""))
         outcome = "passed"
@@ -129,7 +131,9 @@ def targets(bench: dict[str, Any]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--junit", type=Path, required=True)
+    parser.add_argument(
+        "--junit", type=Path, action="append", required=True, help="JUnit XML (repeatable)"
+    )
     parser.add_argument("--bench", type=Path, required=True)
     parser.add_argument("--test-rc", type=int, default=0)
     parser.add_argument("--bench-rc", type=int, default=0)

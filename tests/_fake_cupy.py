@@ -69,6 +69,10 @@ class ndarray(np.ndarray):
     def data(self) -> _MemoryPointer:
         return _MemoryPointer(int(self.ctypes.data), self._device)
 
+    @property
+    def _c_contiguous(self) -> bool:  # CuPy's flag, read without a flags object
+        return bool(self.flags.c_contiguous)
+
 
 def empty(shape: Any, dtype: Any = float) -> ndarray:
     """Uninitialized array on the current device (16-byte aligned, like a pool block)."""

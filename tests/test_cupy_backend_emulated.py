@@ -244,9 +244,7 @@ def test_vectorized_path_dispatch(cp: ModuleType, value: str, cond: str):
         kind, name, _, _, grid, block = cp.LAUNCHES[-1]
         assert kind == "raw" and name == f"arrayselect_select_vec_v{dtype.itemsize}"
         lanes = 16 // dtype.itemsize
-        assert (grid, block) == ck.vector_launch(
-            n, lanes, _fake_cupy.SM_COUNT, _fake_cupy.THREADS_PER_SM
-        )
+        assert (grid, block) == ck.vector_launch(n, lanes)
     # in place (out is then exactly) stays vectorized
     gt = _on(cp, t)
     asel.select(_on(cp, c), gt, _on(cp, e), out=gt)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from types import ModuleType
 from typing import Any
 
@@ -34,7 +35,7 @@ _lock = threading.Lock()
 _elementwise_kernels: dict[tuple[int, int], Any] = {}
 _vector_kernels: dict[int, Any] = {}
 _family_kernels: dict[ck.FamilySpec, Any] = {}
-_device_limits: dict[int, tuple[int, int]] = {}
+_cases_kernels: dict[tuple[tuple[int, ...], int], Any] = {}
 
 
 def elementwise_kernel(cond_itemsize: int, value_itemsize: int) -> Any:
@@ -88,19 +89,6 @@ def family_kernel(spec: ck.FamilySpec) -> Any:
     return kernel
 
 
-def _limits(device: int) -> tuple[int, int]:
-    """``(SM count, max resident threads per SM)`` of a device (queried once)."""
-    limits = _device_limits.get(device)
-    if limits is None:
-        rt = cupy.cuda.runtime
-        limits = (
-            int(rt.deviceGetAttribute(rt.cudaDevAttrMultiProcessorCount, device)),
-            int(rt.deviceGetAttribute(rt.cudaDevAttrMaxThreadsPerMultiProcessor, device)),
-        )
-        _device_limits[device] = limits
-    return limits
-
-
 def _layout(x: Any) -> ck.ArrayLayout:
     return ck.ArrayLayout(int(x.data.ptr), tuple(x.shape), tuple(x.strides), int(x.itemsize))
 
@@ -121,10 +109,17 @@ class CupyBackend(NumpyDtypes, Backend):
 
     def __init__(self) -> None:
         self.vector_min_size: int = ck.VECTOR_MIN_SIZE
-        self._fast = SignatureCache(self, (cupy.ndarray,), None, prepare=self._prepare)
+        # The device is part of the signature, so a cached call needs no device check.
+        self._fast = SignatureCache(
+            self, (cupy.ndarray,), None, prepare=self._prepare, devices_in_signature=True
+        )
         register_cache("cupy_backend.fast_path", lambda: (len(self._fast), self._fast.maxsize))
 
     # ------------------------------------------------------------- queries
+    def signature(self, x: Any) -> Hashable:
+        """Shape, dtype and device id: what a decision depends on, and where it runs."""
+        return (x.shape, x.dtype, x.data.device_id)
+
     def shape(self, x: Any) -> Shape:
         return x.shape  # type: ignore[no-any-return]
 
@@ -155,11 +150,13 @@ class CupyBackend(NumpyDtypes, Backend):
         """The function a cached signature runs: ``call(cond, then, else_[, out])``.
 
         For a signature whose ``then`` and ``else`` are arrays of an item size the
-        16-byte-word kernel moves, a call on C-contiguous, aligned, same-shape
-        operands with a 1-byte ``cond`` and no ``out`` launches that kernel on the
-        operands as they are (a ``RawKernel`` reads only their pointers: no raw
-        views, no layout objects; launch shape cached per device). Everything
-        else, and any call failing one of those checks, runs :meth:`execute`.
+        16-byte-word kernel moves, with a 1-byte ``cond``, all of the output's shape,
+        and no ``out``, a call on C-contiguous, aligned operands on the current
+        device launches that kernel on the operands as they are (a ``RawKernel``
+        reads only their pointers: no raw views, no layout objects) with the launch
+        shape computed here, once. Everything else, and a call failing one of
+        those checks, runs :meth:`execute`. What a small call costs is this
+        function's host time, so it does as little as it can.
         """
         plan, dtype = decision.plan, decision.dtype
         execute = self.execute
@@ -175,45 +172,41 @@ class CupyBackend(NumpyDtypes, Backend):
             or decision.else_range is not None
         ):
             return general
-        shape = plan.out_shape
-        n = 1
-        for d in shape:
-            n *= int(d)
+        shape: tuple[int, ...] = plan.out_shape  # type: ignore[assignment]  # CuPy: sizes known
+        n = math.prod(shape)
         if n == 0:
             return general
         kernel = vector_kernel(spec)
+        grid, block = ck.vector_launch(n, spec.lanes)
+        launch = ((grid,), (block,))
         cond_mask = spec.lanes - 1
         size = np.int64(n)
-        launches: dict[int, tuple[tuple[int], tuple[int]]] = {}
         get_device = cupy.cuda.runtime.getDevice
         empty = cupy.empty
         backend = self
+        # Whether the signature (shapes, dtypes, devices: fixed for this function)
+        # allows the word kernel; decided at the first call, which has the arrays.
+        same_shape: list[bool] = []
 
         def call(cond: Any, then: Any, else_: Any, out: Any = None) -> Any:
-            # Cheapest tests first; every one is an attribute read or an int operation.
+            if not same_shape:
+                same_shape.append(
+                    cond.itemsize == 1 and cond.shape == then.shape == else_.shape == shape
+                )
             if (
-                out is None
+                same_shape[0]
+                and out is None
                 and n >= backend.vector_min_size
-                and cond.itemsize == 1
-                and cond.shape == shape
-                and then.shape == shape
-                and else_.shape == shape
-                and cond.flags.c_contiguous
-                and then.flags.c_contiguous
-                and else_.flags.c_contiguous
+                and cond._c_contiguous
+                and then._c_contiguous
+                and else_._c_contiguous
                 and not (then.data.ptr | else_.data.ptr) & 15
                 and not cond.data.ptr & cond_mask
+                and cond.data.device_id == get_device()
             ):
-                device = cond.data.device_id
-                if device == get_device():
-                    launch = launches.get(device)
-                    if launch is None:
-                        sm_count, threads_per_sm = _limits(device)
-                        grid, block = ck.vector_launch(n, spec.lanes, sm_count, threads_per_sm)
-                        launch = launches[device] = ((grid,), (block,))
-                    z = empty(shape, dtype)
-                    kernel(launch[0], launch[1], (cond, then, else_, z, size))
-                    return z
+                z = empty(shape, dtype)
+                kernel(*launch, (cond, then, else_, z, size))
+                return z
             return general(cond, then, else_, out)
 
         return call
@@ -230,11 +223,10 @@ class CupyBackend(NumpyDtypes, Backend):
         ``then``/``else_`` are CuPy arrays of ``dtype`` or Python scalars that fit it.
         """
         device = int(cond.data.device_id)
-        return _on_device(device, self._execute, device, cond, then, else_, plan, dtype, out)
+        return _on_device(device, self._execute, cond, then, else_, plan, dtype, out)
 
     def _execute(
         self,
-        device: int,
         cond: Any,
         then: Any,
         else_: Any,
@@ -249,19 +241,16 @@ class CupyBackend(NumpyDtypes, Backend):
         c = _raw_view(cond, _COND_RAW[cond.dtype.itemsize])
         t = _raw_operand(then, then_shape, dtype, raw)
         e = _raw_operand(else_, else_shape, dtype, raw)
-        return _into(
-            plan.out_shape, dtype, out, (c, t, e), lambda z: self._launch(device, c, t, e, z)
-        )
+        return _into(plan.out_shape, dtype, out, (c, t, e), lambda z: self._launch(c, t, e, z))
 
-    def _launch(self, device: int, c: Any, t: Any, e: Any, z: Any) -> None:
+    def _launch(self, c: Any, t: Any, e: Any, z: Any) -> None:
         """Launch the select kernel on raw views; ``z`` has the output shape."""
         if z.size >= self.vector_min_size and type(t) is cupy.ndarray and type(e) is cupy.ndarray:
             spec = ck.vector_eligible(
                 _layout(c), _layout(t), _layout(e), _layout(z), self.vector_min_size
             )
             if spec is not None:
-                sm_count, threads_per_sm = _limits(device)
-                grid, block = ck.vector_launch(z.size, spec.lanes, sm_count, threads_per_sm)
+                grid, block = ck.vector_launch(z.size, spec.lanes)
                 vector_kernel(spec)((grid,), (block,), (c, t, e, z, np.int64(z.size)))
                 return
         elementwise_kernel(c.dtype.itemsize, z.dtype.itemsize)(c, t, e, z)
@@ -319,9 +308,20 @@ class CupyBackend(NumpyDtypes, Backend):
         raw = _VALUE_RAW[dtype.itemsize]
         cs = tuple(_raw_view(c, _COND_RAW[c.itemsize]) for c in conds)
         xs = tuple(_raw_view(x, raw) for x in (*choices, default))
-        spec = ck.select_cases_spec([c.itemsize for c in cs], dtype.itemsize)
-        kernel = family_kernel(spec)
+        kernel = _cases_kernel(tuple(c.itemsize for c in cs), dtype.itemsize)
         return _into(shape, dtype, None, (), lambda z: kernel(*cs, *xs, z))
+
+
+def _cases_kernel(cond_itemsizes: tuple[int, ...], value_itemsize: int) -> Any:
+    """The ``select_cases`` kernel for these item sizes, its spec made once (its source
+    strings cost a small call more than the launch)."""
+    key = (cond_itemsizes, value_itemsize)
+    kernel = _cases_kernels.get(key)
+    if kernel is None:
+        kernel = family_kernel(ck.select_cases_spec(cond_itemsizes, value_itemsize))
+        with _lock:
+            _cases_kernels[key] = kernel
+    return kernel
 
 
 def _on_device(device: int, run: Callable[..., Any], *args: Any) -> Any:

@@ -43,6 +43,7 @@ from typing import Any, Final, Literal
 __all__ = [
     "COND_RAW_DTYPES",
     "C_TYPES",
+    "MAX_GRID",
     "NO_BAD_INDEX",
     "SELECT_CASES_MAX_CONDS",
     "SELECT_N_MAX_CASES",
@@ -91,8 +92,8 @@ VECTOR_BLOCK: Final = 256
 #: pointers) costs the host less than an ``ElementwiseKernel``'s, which is what a
 #: small call's time is (``asv_benchmarks/gpu_bench.py`` compares the two kernels).
 VECTOR_MIN_SIZE: Final = 1
-#: Threads an SM can hold when the device does not say (sm_80 and sm_90: 2048).
-DEFAULT_THREADS_PER_SM: Final = 2048
+#: Most blocks in a grid's x dimension (CUDA's limit from compute capability 3.0).
+MAX_GRID: Final = (1 << 31) - 1
 
 _COND_KINDS: Final = ("b", "i", "u")
 
@@ -278,33 +279,26 @@ def vector_spec(cond_itemsize: int, value_itemsize: int) -> VectorSpec | None:
     )
 
 
-def vector_launch(
-    n: int,
-    lanes: int,
-    sm_count: int,
-    threads_per_sm: int = DEFAULT_THREADS_PER_SM,
-    block: int = VECTOR_BLOCK,
-) -> tuple[int, int]:
+def vector_launch(n: int, lanes: int, block: int = VECTOR_BLOCK) -> tuple[int, int]:
     """Grid and block size for the vectorized kernel over ``n`` elements.
 
-    One thread per 16-byte word, but no more blocks than the device holds at once
-    (``sm_count * threads_per_sm // block``): the kernel loops with a grid stride,
-    so one full wave of resident threads covers any size. The tail (fewer than
-    ``lanes`` elements) is handled by the first block's first threads.
+    One thread per 16-byte word: measured on an H200 at 2**28 float32, this moved
+    more bytes per second than any grid capped at 1, 2 or 4 waves of resident
+    blocks (with the kernel's grid-stride loop) or unrolled variants
+    (``asv_benchmarks/gpu_bench.py``'s tuning rows; ``docs/gpu.md``). The
+    kernel keeps its grid-stride loop, so a grid capped at CUDA's limit
+    (:data:`MAX_GRID`) still covers any size. The tail (fewer than ``lanes``
+    elements) is handled by the first block's first threads.
 
     Returns
     -------
     grid, block
         Both at least 1; ``block >= lanes``.
     """
-    if n < 0 or lanes < 1 or sm_count < 1 or block < 16 or block < lanes:
-        raise ValueError(
-            f"bad launch request: n={n}, lanes={lanes}, sm_count={sm_count}, block={block}"
-        )
+    if n < 0 or lanes < 1 or block < 16 or block < lanes:
+        raise ValueError(f"bad launch request: n={n}, lanes={lanes}, block={block}")
     words = n // lanes
-    wanted = max(1, -(-words // block))
-    resident = max(1, sm_count * max(1, threads_per_sm // block))
-    return min(wanted, resident), block
+    return min(MAX_GRID, max(1, -(-words // block))), block
 
 
 @dataclass(frozen=True, slots=True)
@@ -570,8 +564,8 @@ def select_cases_spec(cond_itemsizes: Sequence[int], value_itemsize: int) -> Fam
     with ``!= 0`` (booleans and every integer dtype, no cast pass); the choices,
     the default and the output as the raw unsigned view of ``value_itemsize``
     bytes. The first true condition's choice is stored, the default where none
-    is: an ``if``/``else`` chain, so a thread reads conditions only up to its
-    first true one, and one value.
+    is: every condition is read (all loads issued at once), then an
+    ``if``/``else`` chain picks one value, the only one loaded.
 
     Raises
     ------
@@ -589,8 +583,13 @@ def select_cases_spec(cond_itemsizes: Sequence[int], value_itemsize: int) -> Fam
     raw = _value_raw(value_itemsize)
     conds = ", ".join(f"{COND_RAW_DTYPES[s]} c{k}" for k, s in enumerate(cond_itemsizes))
     choices = ", ".join(f"{raw} x{k}" for k in range(n))
-    chain = [f"if (c{k} != 0) z = x{k};" for k in range(n)]
-    operation = "\nelse ".join([*chain, "z = d;"])
+    # Every condition is loaded first, unconditionally: the loads are independent and
+    # go out together. A chain that loaded c1 only after c0 was known false made each
+    # thread wait for n loads in turn (on an H200, 4 conditions of 2**26: 38% of the
+    # copy bandwidth). Then one value is loaded: the chosen one.
+    tests = [f"const bool b{k} = c{k} != 0;" for k in range(n)]
+    chain = [f"if (b{k}) z = x{k};" for k in range(n)]
+    operation = "\n".join(tests) + "\n" + "\nelse ".join([*chain, "z = d;"])
     sizes = "".join(str(s) for s in cond_itemsizes)
     return FamilySpec(
         name=f"arrayselect_select_cases{n}_c{sizes}_v{value_itemsize}",

@@ -250,15 +250,21 @@ def test_vectorized_path_dispatch(cp: ModuleType, value: str, cond: str):
     asel.select(_on(cp, c), gt, _on(cp, e), out=gt)
     _same_bits(gt, expected)
     assert cp.LAUNCHES[-1][0] == "raw"
-    # misaligned then (offset by one element), a broadcast, a strided input: element-wise
+    # misaligned then (offset by one element), a broadcast, a strided input: not the
+    # word kernel; the strided one once the signature is cached (the first call of a
+    # new signature runs the general path's element-wise kernel)
+    strided = f"arrayselect_select_strided_c{np.dtype(cond).itemsize}_v{dtype.itemsize}_aa"
     for tt, ee in [
         (_on(cp, np.concatenate([t[:1], t]))[1:], _on(cp, e)),
         (_on(cp, t), _on(cp, e[:1])),
         (_on(cp, np.repeat(t, 2))[::2], _on(cp, e)),
     ]:
-        got = asel.select(_on(cp, c), tt, ee)
-        _same_bits(got, np.where(c != 0, np.asarray(tt), np.asarray(ee)))
-        assert cp.LAUNCHES[-1][0] == "elementwise"
+        for _ in range(2):
+            got = asel.select(_on(cp, c), tt, ee)
+            _same_bits(got, np.where(c != 0, np.asarray(tt), np.asarray(ee)))
+            assert cp.LAUNCHES[-1][1] in (strided, f"arrayselect_select_c1_v{dtype.itemsize}")
+        if dtype.itemsize < 16:
+            assert cp.LAUNCHES[-1][1] == strided
     # below the threshold: element-wise
     asel.select(_on(cp, c[:255]), _on(cp, t[:255]), _on(cp, e[:255]))
     assert cp.LAUNCHES[-1][0] == "elementwise"
@@ -291,6 +297,73 @@ def test_fast_path_launches_without_layouts(
     got = asel.select(c1, t1, e1)
     assert got.data.device_id == 1 and cp.LAUNCHES[-1][2] == 1
     _same_bits(got, expected)
+
+
+@pytest.mark.parametrize("value", ["bool", "uint8", "float16", "bfloat16", "float32", "float64"])
+@pytest.mark.parametrize("cond", ["bool", "int16", "uint64"])
+def test_strided_kernel_on_cached_broadcast_and_strided_calls(
+    cp: ModuleType, value: str, cond: str
+):
+    """Cached calls whose operands broadcast or are strided run the strided kernel
+    (at most two merged dimensions), Python-scalar operands passed by value as raw
+    bits; more dimensions, and the first call of a signature, the element-wise one."""
+    dtype = _dtype(value)
+    n, m = 7, 5
+
+    def bits(*shape: int) -> np.ndarray:
+        return _bits(int(np.prod(shape)), dtype).reshape(shape)
+
+    def conds(*shape: int) -> np.ndarray:
+        return (RNG.integers(0, 3, shape) * 2).astype(cond)
+
+    big, big_c = bits(2 * n, 2 * m), conds(2 * n, 2 * m)
+    scalar = {"bool": True, "uint8": 200}.get(value, -0.0)
+    same = (slice(None), slice(None))
+
+    def T(x: Any) -> Any:
+        return x.T
+
+    # (host array or scalar, view taken on the "device": strides survive the transfer)
+    cases: list[tuple[tuple[Any, Any], ...]] = [
+        ((conds(n, 1), None), (bits(n, m), None), (bits(n, m), None)),  # cond column
+        ((conds(m), None), (bits(n, m), None), (bits(n, m), None)),  # cond row
+        ((conds(n, m), None), (bits(n, 1), None), (bits(1, m), None)),  # outer
+        ((conds(m, n), T), (bits(m, n), T), (bits(m, n), T)),  # transposed
+        (
+            (big_c, (slice(None, None, 2),) * 2),
+            (big, (slice(None, None, 2),) * 2),
+            (big, (slice(1, None, 2),) * 2),
+        ),  # step 2
+        (
+            (conds(n, m), (slice(None, None, -1),)),
+            (bits(n, m), (slice(None), slice(None, None, -1))),
+            (bits(n, m), same),
+        ),  # negative strides
+        ((conds(n, m), None), (bits(n, m), None), (scalar, None)),  # scalar else
+        ((conds(n, m), None), (scalar, None), (bits(m, n), T)),  # scalar then
+        ((conds(3, n, m), None), (bits(3, n, m), None), (bits(n, m), None)),  # dims that merge
+    ]
+
+    def place(x: Any, view: Any) -> tuple[Any, Any]:
+        if not isinstance(x, np.ndarray):
+            return x, np.asarray(x, dtype)
+        host = x if view is None else (view(x) if callable(view) else x[view])
+        device = _on(cp, x)
+        device = device if view is None else (view(device) if callable(view) else device[view])
+        return device, host
+
+    for case in cases:
+        (c, hc), (t, ht), (e, he) = (place(x, view) for x, view in case)
+        expected = np.where(hc != 0, ht, he).astype(dtype)
+        for _ in range(2):
+            _same_bits(asel.select(c, t, e), expected)
+        kind, name = cp.LAUNCHES[-1][:2]
+        assert kind == "raw" and name.startswith("arrayselect_select_strided_"), (name, hc.shape)
+    # three dimensions that do not merge: the element-wise kernel, correct
+    c, t, e = conds(3, n, 1), bits(1, n, m), bits(3, 1, m)
+    for _ in range(2):
+        _same_bits(asel.select(_on(cp, c), _on(cp, t), _on(cp, e)), np.where(c != 0, t, e))
+        assert cp.LAUNCHES[-1][0] == "elementwise"
 
 
 def test_no_vectorized_kernel_for_wide_conds_or_16_byte_values(cp: ModuleType):
@@ -340,7 +413,8 @@ def test_kernels_are_created_once(cp: ModuleType, emu: SimpleNamespace):
         a = _on(cp, np.ones(2, name))
         asel.select(c, a, a)
     assert cp.state.elementwise_created == created  # all cached
-    assert set(cache) <= {(1, v) for v in (1, 2, 4, 8, 16)} | {(c, 4) for c in (1, 2, 4, 8)}
+    # one kernel per (cond, value) item-size pair at most, whatever earlier tests made
+    assert set(cache) <= {(c, v) for c in (1, 2, 4, 8) for v in (1, 2, 4, 8, 16)}
     assert {(1, 1), (1, 2), (1, 4), (1, 8), (1, 16)} <= set(cache)
 
 

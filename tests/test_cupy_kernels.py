@@ -282,6 +282,20 @@ def test_vector_kernels_compile_with_nvcc_to_16_byte_moves(tmp_path: Path):
         assert not _FLOAT_WORK.search(body), f"{spec.name}: floating-point instruction"
 
 
+def test_strided_kernels_compile_with_nvcc_without_float_work(tmp_path: Path):
+    kinds = [("array", "array"), ("array", "scalar"), ("scalar", "array")]
+    specs = [
+        ck.strided_spec(c, v, t, e) for c in (1, 2, 4, 8) for v in (1, 2, 4, 8) for t, e in kinds
+    ]
+    assert None not in specs and ck.strided_spec(1, 16, "array", "array") is None
+    assert ck.strided_spec(1, 4, "scalar", "scalar") is None
+    ptx = _ptx(tmp_path, "\n".join(s.source for s in specs if s is not None), [])
+    entries = _entries(ptx)
+    for spec in specs:
+        assert spec is not None
+        assert not _FLOAT_WORK.search(entries[spec.name]), f"{spec.name}: floating point"
+
+
 @dataclass(frozen=True)
 class Variant:
     """One element-wise kernel as CuPy generates it for a launch of the backend.

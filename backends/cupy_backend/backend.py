@@ -36,6 +36,7 @@ _elementwise_kernels: dict[tuple[int, int], Any] = {}
 _vector_kernels: dict[int, Any] = {}
 _family_kernels: dict[ck.FamilySpec, Any] = {}
 _cases_kernels: dict[tuple[tuple[int, ...], int], Any] = {}
+_strided_kernels: dict[ck.StridedSpec, Any] = {}
 
 
 def elementwise_kernel(cond_itemsize: int, value_itemsize: int) -> Any:
@@ -149,14 +150,19 @@ class CupyBackend(NumpyDtypes, Backend):
     def _prepare(self, decision: Decision) -> Callable[..., Any]:
         """The function a cached signature runs: ``call(cond, then, else_[, out])``.
 
-        For a signature whose ``then`` and ``else`` are arrays of an item size the
-        16-byte-word kernel moves, with a 1-byte ``cond``, all of the output's shape,
-        and no ``out``, a call on C-contiguous, aligned operands on the current
-        device launches that kernel on the operands as they are (a ``RawKernel``
-        reads only their pointers: no raw views, no layout objects) with the launch
-        shape computed here, once. Everything else, and a call failing one of
-        those checks, runs :meth:`execute`. What a small call costs is this
-        function's host time, so it does as little as it can.
+        What a small call costs is this function's host time, so a call without
+        ``out`` on the current device launches a ``RawKernel`` on the operands as
+        they are (it reads only their pointers: no raw views, no layout objects),
+        with launch shapes made once:
+
+        * the 16-byte-word kernel when all three are C-contiguous arrays of the
+          output's shape, ``cond`` of 1 byte, values 16-byte aligned;
+        * else the strided kernel (:class:`~.kernels.StridedSpec`) when the
+          operands broadcast to at most two merged dimensions
+          (:func:`~.kernels.strided_params`, cached per combination of strides).
+
+        Everything else, and a call failing one of those checks, runs
+        :meth:`execute` (``ElementwiseKernel``).
         """
         plan, dtype = decision.plan, decision.dtype
         execute = self.execute
@@ -164,50 +170,93 @@ class CupyBackend(NumpyDtypes, Backend):
         def general(cond: Any, then: Any, else_: Any, out: Any = None) -> Any:
             return execute(cond, then, else_, plan, dtype, out)
 
-        spec = ck.vector_spec(1, dtype.itemsize)
+        itemsize = int(dtype.itemsize)
         if (
-            spec is None
-            or decision.with_out
-            or decision.then_range is not None
-            or decision.else_range is not None
+            decision.with_out
+            or itemsize not in (1, 2, 4, 8)
+            or any(aligned is not None for aligned in plan.aligned)
         ):
             return general
         shape: tuple[int, ...] = plan.out_shape  # type: ignore[assignment]  # CuPy: sizes known
         n = math.prod(shape)
         if n == 0:
             return general
-        kernel = vector_kernel(spec)
-        grid, block = ck.vector_launch(n, spec.lanes)
-        launch = ((grid,), (block,))
-        cond_mask = spec.lanes - 1
+        then_array = decision.then_range is None
+        else_array = decision.else_range is None
+        vspec = ck.vector_spec(1, itemsize) if then_array and else_array else None
+        vkernel: Any = None if vspec is None else vector_kernel(vspec)
+        vlaunch: Any = None if vspec is None else _launch_shape(ck.vector_launch(n, vspec.lanes))
+        vmask = 0 if vspec is None else vspec.lanes - 1
+        # one thread per element: the word kernel's launch with one lane per word
+        slaunch = _launch_shape(ck.vector_launch(n, 1))
         size = np.int64(n)
+        to_raw = _raw_scalar_converter(dtype)
         get_device = cupy.cuda.runtime.getDevice
         empty = cupy.empty
         backend = self
-        # Whether the signature (shapes, dtypes, devices: fixed for this function)
-        # allows the word kernel; decided at the first call, which has the arrays.
-        same_shape: list[bool] = []
+        # What the signature (shapes, dtypes, devices: fixed here) allows, decided at
+        # the first call, which has the arrays: (word kernel?, strided kernel or None).
+        state: list[tuple[bool, Any]] = []
+        plans: dict[tuple[Any, ...], tuple[np.int64, ...] | None] = {}
+
+        def first(cond: Any, then: Any, else_: Any) -> tuple[bool, Any]:
+            words = vkernel is not None and cond.itemsize == 1
+            words = words and cond.shape == then.shape == else_.shape == shape
+            sspec = ck.strided_spec(
+                cond.itemsize,
+                itemsize,
+                "array" if then_array else "scalar",
+                "array" if else_array else "scalar",
+            )
+            return words, None if sspec is None else strided_kernel(sspec)
 
         def call(cond: Any, then: Any, else_: Any, out: Any = None) -> Any:
-            if not same_shape:
-                same_shape.append(
-                    cond.itemsize == 1 and cond.shape == then.shape == else_.shape == shape
-                )
             if (
-                same_shape[0]
-                and out is None
-                and n >= backend.vector_min_size
+                out is not None
+                or n < backend.vector_min_size
+                or cond.data.device_id != get_device()
+            ):
+                return general(cond, then, else_, out)
+            if not state:
+                state.append(first(cond, then, else_))
+            words, skernel = state[0]
+            if (
+                words
                 and cond._c_contiguous
                 and then._c_contiguous
                 and else_._c_contiguous
                 and not (then.data.ptr | else_.data.ptr) & 15
-                and not cond.data.ptr & cond_mask
-                and cond.data.device_id == get_device()
+                and not cond.data.ptr & vmask
             ):
                 z = empty(shape, dtype)
-                kernel(*launch, (cond, then, else_, z, size))
+                vkernel(*vlaunch, (cond, then, else_, z, size))
                 return z
-            return general(cond, then, else_, out)
+            if skernel is None:
+                return general(cond, then, else_, out)
+            key = (
+                cond.strides,
+                then.strides if then_array else None,
+                else_.strides if else_array else None,
+            )
+            try:
+                params = plans[key]
+            except KeyError:
+                params = _strided_params(
+                    shape, cond, then if then_array else None, else_ if else_array else None
+                )
+                if len(plans) < 64:
+                    plans[key] = params
+            if params is None or (
+                cond.data.ptr % cond.itemsize
+                or (then_array and then.data.ptr % itemsize)
+                or (else_array and else_.data.ptr % itemsize)
+            ):
+                return general(cond, then, else_, out)
+            x = then if then_array else to_raw(then)
+            y = else_ if else_array else to_raw(else_)
+            z = empty(shape, dtype)
+            skernel(*slaunch, (cond, x, y, z, size, *params))
+            return z
 
         return call
 
@@ -310,6 +359,47 @@ class CupyBackend(NumpyDtypes, Backend):
         xs = tuple(_raw_view(x, raw) for x in (*choices, default))
         kernel = _cases_kernel(tuple(c.itemsize for c in cs), dtype.itemsize)
         return _into(shape, dtype, None, (), lambda z: kernel(*cs, *xs, z))
+
+
+def strided_kernel(spec: ck.StridedSpec) -> Any:
+    """The ``cupy.RawKernel`` of a strided kernel's spec (created once, then cached)."""
+    kernel = _strided_kernels.get(spec)
+    if kernel is None:
+        with _lock:
+            kernel = _strided_kernels.get(spec)
+            if kernel is None:
+                kernel = cupy.RawKernel(spec.source, spec.name)
+                _strided_kernels[spec] = kernel
+    return kernel
+
+
+def _launch_shape(grid_block: tuple[int, int]) -> tuple[tuple[int], tuple[int]]:
+    grid, block = grid_block
+    return (grid,), (block,)
+
+
+def _strided_params(
+    shape: tuple[int, ...], cond: Any, then: Any, else_: Any
+) -> tuple[np.int64, ...] | None:
+    """:func:`~.kernels.strided_params` for these arrays (``None``: a scalar), as the
+    ``long long`` kernel arguments."""
+    layouts = [
+        None if x is None else (tuple(x.shape), tuple(x.strides), int(x.itemsize))
+        for x in (cond, then, else_)
+    ]
+    params = ck.strided_params(shape, layouts)
+    return None if params is None else tuple(np.int64(p) for p in params)
+
+
+def _raw_scalar_converter(dtype: np.dtype[Any]) -> Callable[[Any], Any]:
+    """``value -> its bits`` as the NumPy scalar of the raw unsigned type of ``dtype``'s
+    size (how a kernel takes a scalar by value). NumPy's own scalar types convert
+    directly (the quick way); others (``ml_dtypes``) through a 0-d array."""
+    raw = _VALUE_RAW[dtype.itemsize]
+    scalar_type = dtype.type
+    if scalar_type.__module__ == "numpy":
+        return lambda value: scalar_type(value).view(raw)
+    return lambda value: np.asarray(value, dtype=dtype).view(raw)[()]
 
 
 def _cases_kernel(cond_itemsizes: tuple[int, ...], value_itemsize: int) -> Any:

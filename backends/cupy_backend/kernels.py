@@ -598,3 +598,142 @@ def select_cases_spec(cond_itemsizes: Sequence[int], value_itemsize: int) -> Fam
         operation=operation,
         checked=False,
     )
+
+
+# ------------------------------------------------------------------ the strided kernel
+
+#: ``then``/``else`` of a :class:`StridedSpec`: an array (read through strides) or a
+#: scalar passed by value.
+OperandKind = Literal["array", "scalar"]
+
+
+@dataclass(frozen=True, slots=True)
+class StridedSpec:
+    """A ``cupy.RawKernel`` for broadcast and strided operands of at most two
+    dimensions (after merging), written into a new C-contiguous output.
+
+    Its launch costs the host less than an ``ElementwiseKernel``'s (no argument
+    inspection, no indexer), which is what a small call's time is. Each thread
+    finds its output element's row and column and reads ``cond[r * cs0 + k * cs1]``
+    and then the chosen value (strides in elements, 0 where an operand broadcasts).
+
+    Attributes
+    ----------
+    cond_itemsize, value_itemsize
+        1, 2, 4 or 8 bytes (16-byte values use the element-wise kernel).
+    then_kind, else_kind
+        Whether each value operand is an array or a scalar passed by value (its
+        raw bits, as the unsigned integer of ``value_itemsize``).
+    """
+
+    cond_itemsize: int
+    value_itemsize: int
+    then_kind: OperandKind
+    else_kind: OperandKind
+
+    @property
+    def name(self) -> str:
+        """Kernel name (``extern "C"``)."""
+        kinds = "".join(k[0] for k in (self.then_kind, self.else_kind))
+        return f"arrayselect_select_strided_c{self.cond_itemsize}_v{self.value_itemsize}_{kinds}"
+
+    @property
+    def source(self) -> str:
+        """CUDA source. Signature: ``(c, x, y, z, n, cols, cs0, cs1, xs0, xs1, ys0, ys1)``
+        with ``x``/``y`` pointers or values, ``n`` the element count, ``cols`` the
+        inner extent and the strides in elements (``long long``); ``z`` is
+        C-contiguous and overlaps no input.
+        """
+        ct = C_TYPES[COND_RAW_DTYPES[self.cond_itemsize]]
+        vt = C_TYPES[VALUE_RAW_DTYPES[self.value_itemsize]]
+
+        def operand(name: str, kind: OperandKind) -> tuple[str, str]:
+            if kind == "scalar":
+                return f"const {vt} {name}", name
+            return f"const {vt}* {name}", f"{name}[r * {name}s0 + k * {name}s1]"
+
+        x_decl, x_val = operand("x", self.then_kind)
+        y_decl, y_val = operand("y", self.else_kind)
+        return f"""\
+extern "C" __global__ void {self.name}(
+    const {ct}* c, {x_decl}, {y_decl}, {vt}* z, long long n, long long cols,
+    long long cs0, long long cs1, long long xs0, long long xs1, long long ys0, long long ys1)
+{{
+    const long long step = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {{
+        long long r, k;
+        if (n <= 0xFFFFFFFFLL) {{  /* 32-bit division where it suffices: far cheaper */
+            const unsigned int ui = (unsigned int)i, uc = (unsigned int)cols;
+            r = ui / uc;
+            k = ui - (unsigned int)r * uc;
+        }} else {{
+            r = i / cols;
+            k = i - r * cols;
+        }}
+        z[i] = c[r * cs0 + k * cs1] != 0 ? {x_val} : {y_val};
+    }}
+}}
+"""
+
+
+def strided_spec(
+    cond_itemsize: int, value_itemsize: int, then_kind: OperandKind, else_kind: OperandKind
+) -> StridedSpec | None:
+    """The strided kernel for these operands, or ``None`` (16-byte values, both values
+    scalars, or an item size without a raw type)."""
+    if cond_itemsize not in COND_RAW_DTYPES or value_itemsize not in (1, 2, 4, 8):
+        return None
+    if then_kind == else_kind == "scalar":
+        return None
+    return StridedSpec(cond_itemsize, value_itemsize, then_kind, else_kind)
+
+
+#: An operand's layout for :func:`strided_params`: ``(shape, strides in bytes,
+#: itemsize)``, or ``None`` for a scalar.
+Operand = tuple[tuple[int, ...], tuple[int, ...], int] | None
+
+
+def strided_params(out_shape: Sequence[int], operands: Sequence[Operand]) -> tuple[int, ...] | None:
+    """``(cols, cs0, cs1, xs0, xs1, ys0, ys1)`` for the strided kernel, or ``None``.
+
+    ``operands`` are ``cond``, ``then``, ``else`` broadcasting to ``out_shape``
+    by NumPy rules (right-aligned). Each one's strides are taken in elements
+    (0 where it broadcasts, 0 throughout for a scalar); output dimensions of
+    size 1 are dropped and neighbours merged where every operand steps through
+    them as through one. ``None`` when more than two dimensions remain, a
+    stride is not a multiple of the item size, or an operand does not broadcast.
+    """
+    ndim = len(out_shape)
+    per_operand: list[list[int]] = []
+    for op in operands:
+        if op is None:
+            per_operand.append([0] * ndim)
+            continue
+        shape, strides, itemsize = op
+        pad = ndim - len(shape)
+        if pad < 0:
+            return None
+        row = [0] * ndim
+        for i in range(pad, ndim):
+            size, stride = shape[i - pad], strides[i - pad]
+            if size == 1:
+                continue
+            if size != out_shape[i] or stride % itemsize:
+                return None
+            row[i] = stride // itemsize
+        per_operand.append(row)
+    dims: list[tuple[int, list[int]]] = []
+    for i, size in enumerate(out_shape):
+        if size == 1:
+            continue
+        steps = [row[i] for row in per_operand]
+        if dims and all(p == s * size for p, s in zip(dims[-1][1], steps, strict=True)):
+            dims[-1] = (dims[-1][0] * size, steps)
+        else:
+            dims.append((size, steps))
+    if len(dims) > 2:
+        return None
+    while len(dims) < 2:
+        dims.insert(0, (1, [0] * len(per_operand)))
+    (_, outer), (cols, inner) = dims
+    return (cols, *(s for pair in zip(outer, inner, strict=True) for s in pair))

@@ -137,11 +137,12 @@ class CupyBackend(NumpyDtypes, Backend):
     def scalar_array(self, value: bool | int | float | complex, dtype: Any, like: Any) -> Any:
         dtype = np.dtype(dtype)
         raw = _VALUE_RAW[dtype.itemsize]
-        bits = np.asarray(value, dtype=dtype).view(raw)[()]
         with cupy.cuda.Device(self.device_of(like)):
+            if dtype.itemsize == 16:
+                return _device_scalar(value, dtype)
             array = cupy.empty((), dtype=dtype)
             # A fill kernel on the current stream: no host-to-device copy, no sync.
-            array.view(raw).fill(bits)
+            array.view(raw).fill(np.asarray(value, dtype=dtype).view(raw)[()])
         return array
 
     def fast_path(self) -> FastPath:
@@ -192,7 +193,8 @@ class CupyBackend(NumpyDtypes, Backend):
         size = np.int64(n)
         to_raw = _raw_scalar_converter(dtype)
         get_device = cupy.cuda.runtime.getDevice
-        empty = cupy.empty
+        # the constructor itself: cupy.empty is a Python function around it
+        empty = cupy.ndarray
         backend = self
         # What the signature (shapes, dtypes, devices: fixed here) allows, decided at
         # the first call, which has the arrays: (word kernel?, strided kernel or None).
@@ -208,7 +210,9 @@ class CupyBackend(NumpyDtypes, Backend):
                 "array" if then_array else "scalar",
                 "array" if else_array else "scalar",
             )
-            return words, None if sspec is None else strided_kernel(sspec)
+            if sspec is None or n > ck.STRIDED_MAX_SIZE:
+                return words, None
+            return words, strided_kernel(sspec)
 
         def call(cond: Any, then: Any, else_: Any, out: Any = None) -> Any:
             if (
@@ -477,10 +481,27 @@ def _into(
 def _raw_operand(x: Any, aligned: Shape | None, dtype: Any, raw: np.dtype[Any]) -> Any:
     """``x`` as its raw view (CuPy array) or raw NumPy scalar (Python scalar)."""
     if type(x) in (bool, int, float, complex):
+        if raw.itemsize == 16:
+            return _device_scalar(x, dtype)
         return np.asarray(x, dtype=dtype).view(raw)[()]
     if aligned is not None:
         x = x.reshape(aligned)
     return _raw_view(x, raw)
+
+
+def _device_scalar(value: Any, dtype: np.dtype[Any]) -> Any:
+    """A 0-d array of the 16-byte ``dtype`` holding ``value``, on the current device.
+
+    Its two 8-byte halves are filled as ``uint64`` (fill kernels on the current
+    stream: no host-to-device copy, no sync). CuPy passes a ``complex128``
+    scalar to a kernel as a number, and on an H200 (CuPy 14.2) that lost the
+    sign of a zero (``-0.0`` arrived as ``0.0``); integers keep every bit.
+    """
+    halves = np.asarray(value, dtype=dtype).reshape(1).view(np.uint64)
+    words = cupy.empty((len(halves),), dtype=np.uint64)
+    for k, half in enumerate(halves):
+        words[k : k + 1].fill(half)
+    return words.view(dtype).reshape(())
 
 
 def create(xp: ModuleType) -> CupyBackend:

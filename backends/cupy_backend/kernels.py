@@ -47,12 +47,14 @@ __all__ = [
     "NO_BAD_INDEX",
     "SELECT_CASES_MAX_CONDS",
     "SELECT_N_MAX_CASES",
+    "STRIDED_MAX_SIZE",
     "VALUE_RAW_DTYPES",
     "VECTOR_BLOCK",
     "VECTOR_MIN_SIZE",
     "ArrayLayout",
     "ElementwiseSpec",
     "FamilySpec",
+    "StridedSpec",
     "VectorSpec",
     "byte_bounds",
     "elementwise_spec",
@@ -61,6 +63,8 @@ __all__ = [
     "overlap",
     "select_cases_spec",
     "select_n_spec",
+    "strided_params",
+    "strided_spec",
     "vector_eligible",
     "vector_launch",
     "vector_spec",
@@ -601,6 +605,14 @@ def select_cases_spec(cond_itemsizes: Sequence[int], value_itemsize: int) -> Fam
 
 
 # ------------------------------------------------------------------ the strided kernel
+
+#: Largest output for which the backend's cached calls use the strided kernel. Its
+#: launch costs the host less than an ``ElementwiseKernel``'s, which decides a small
+#: call; but its per-element index arithmetic made it slower on the GPU at 2**26
+#: elements (an H200: 1.08x to 1.23x ``cupy.where`` on the broadcast patterns,
+#: where the element-wise kernel was 1.02x to 1.10x), so larger outputs keep the
+#: element-wise kernel (``docs/gpu.md``).
+STRIDED_MAX_SIZE: Final = 1 << 22
 
 #: ``then``/``else`` of a :class:`StridedSpec`: an array (read through strides) or a
 #: scalar passed by value.

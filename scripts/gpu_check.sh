@@ -18,7 +18,7 @@
 #     array-api-extra dask partd locket setuptools
 # Usage: bash scripts/gpu_check.sh        PYTHON=/path/to/python picks the interpreter,
 #        GPU_CHECK_OUT=dir keeps install.txt, bench.json, bench.txt, junit.xml,
-#        junit-serial.xml, pytest.txt, report.txt there; GPU_CHECK_TEST_TIMEOUT (seconds, 300) bounds
+#        junit-serial.xml, pytest.txt, report.txt, gpu_results.json there; GPU_CHECK_TEST_TIMEOUT (seconds, 300) bounds
 #        pytest; GPU_CHECK_WORKERS (8) is pytest-xdist's -n.
 # Exit status: 0 when the tests pass and the benchmarks ran on a GPU.
 # Without a GPU it still runs: the GPU tests skip, and the report says NOT MEASURED.
@@ -107,4 +107,6 @@ jax_backend=$($PY -c "import jax; print(jax.default_backend())" 2>/dev/null || e
 junits=(--junit "$OUT/junit.xml")
 [ ! -f "$OUT/junit-serial.xml" ] || junits+=(--junit "$OUT/junit-serial.xml")
 $PY scripts/gpu_report.py "${junits[@]}" --bench "$OUT/bench.json" \
-  --test-rc "$test_rc" --bench-rc "$bench_rc" --jax-backend "$jax_backend" | tee "$OUT/report.txt"
+  --test-rc "$test_rc" --bench-rc "$bench_rc" --jax-backend "$jax_backend" \
+  --save "$OUT/gpu_results.json" | tee "$OUT/report.txt"
+# docs/_data/gpu_results.json is a copy of gpu_results.json from a run on a GPU.

@@ -128,6 +128,39 @@ def targets(bench: dict[str, Any]) -> list[str]:
     return lines
 
 
+def test_counts(junits: list[Path]) -> dict[str, dict[str, int]]:
+    """Passed / failed / error / skipped test counts per array library (``-`` for none)."""
+    counts: dict[str, dict[str, int]] = {}
+    for junit in junits:
+        if not junit.exists():
+            continue
+        for case in ET.parse(junit).getroot().iter("testcase"):
+            outcome = "passed"
+            for child in case:
+                if child.tag in ("failure", "error", "skipped"):
+                    outcome = {"failure": "failed"}.get(child.tag, child.tag)
+            library = _tag(case.get("name", ""))
+            if (case.get("classname") or "").endswith("test_cupy_backend"):
+                library = "cupy"
+            row = counts.setdefault(library, dict(passed=0, failed=0, error=0, skipped=0))
+            row[outcome] += 1
+    return counts
+
+
+def save(path: Path, bench: dict[str, Any], junits: list[Path], test_rc: int) -> None:
+    """Write the run's record for the docs (``docs/_data/gpu_results.json``): the
+    machine, the test counts, the benchmark rows and the targets' verdicts."""
+    record = {
+        "about": "scripts/gpu_check.sh on a GPU machine; read by docs/_ext/gpu_results.py",
+        "env": bench.get("env", {}),
+        "device": bench.get("device"),
+        "tests": {"exit_status": test_rc, "by_library": test_counts(junits)},
+        "targets": targets(bench),
+        "rows": bench.get("rows", []),
+    }
+    path.write_text(json.dumps(record, indent=1) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -138,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--test-rc", type=int, default=0)
     parser.add_argument("--bench-rc", type=int, default=0)
     parser.add_argument("--jax-backend", default="unknown", help="jax.default_backend()")
+    parser.add_argument("--save", type=Path, help="also write the record the docs read here")
     args = parser.parse_args(argv)
 
     print("\n================ arrayselect GPU check: results ================")
@@ -164,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     for line in targets(bench):
         print(line)
+    if args.save:
+        save(args.save, bench, args.junit, args.test_rc)
     return 0 if tests_ok and bench.get("measured") and args.bench_rc == 0 else 1
 
 

@@ -381,6 +381,31 @@ def test_16_byte_scalars_reach_the_kernel_as_two_uint64_halves(cp: ModuleType):
         _same_bits(scalar, np.asarray(value, np.complex128))
 
 
+@pytest.mark.parametrize("value", ["uint8", "float16", "float32", "float64"])
+@pytest.mark.parametrize("n_conds", [1, 3, 4])
+def test_select_cases_word_kernel(cp: ModuleType, value: str, n_conds: int):
+    """Same-shape C-contiguous operands with 1-byte conditions and a scalar default
+    take the select_cases word kernel (a tail included); a broadcast condition the
+    element-wise one. Against NumPy's select."""
+    dtype = np.dtype(value)
+    n = 1003
+    conds = [RNG.integers(0, 3, n) == 0 for _ in range(n_conds)]
+    choices = [_bits(n, dtype) for _ in range(n_conds)]
+    default = 7 if dtype.kind == "u" else 7.5  # a Python scalar: the choices keep their dtype
+    expected = np.select(conds, choices, np.asarray(default, dtype))
+    got = asel.select_cases([_on(cp, c) for c in conds], [_on(cp, x) for x in choices], default)
+    _same_bits(got, expected)
+    assert cp.LAUNCHES[-1][:2] == (
+        "raw",
+        f"arrayselect_select_cases_vec{n_conds}_v{dtype.itemsize}",
+    )
+    conds[0] = conds[0][:1]  # broadcast: the element-wise kernel
+    expected = np.select(np.broadcast_arrays(*conds), choices, np.asarray(default, dtype))
+    got = asel.select_cases([_on(cp, c) for c in conds], [_on(cp, x) for x in choices], default)
+    _same_bits(got, expected)
+    assert cp.LAUNCHES[-1][0] == "elementwise"
+
+
 def test_no_vectorized_kernel_for_wide_conds_or_16_byte_values(cp: ModuleType):
     cp.backend.vector_min_size = 16
     n = 64

@@ -296,6 +296,38 @@ def test_strided_kernels_compile_with_nvcc_without_float_work(tmp_path: Path):
         assert not _FLOAT_WORK.search(entries[spec.name]), f"{spec.name}: floating point"
 
 
+def test_select_cases_word_kernels_compile_with_nvcc_to_16_byte_moves(tmp_path: Path):
+    specs = [ck.CasesVectorSpec(n, v) for n in (1, 4, 32) for v in (1, 2, 4, 8)]
+    ptx = _ptx(tmp_path, "\n".join(s.source for s in specs), [])
+    entries = _entries(ptx)
+    for spec in specs:
+        body = entries[spec.name]
+        assert re.search(r"ld\.global\.v(4\.u32|2\.u64)", body), f"{spec.name}: no 16-byte loads"
+        assert re.search(r"st\.global\.v(4\.u32|2\.u64)", body), f"{spec.name}: no 16-byte stores"
+        assert ".local" not in body, f"{spec.name}: local memory"
+        assert not _FLOAT_WORK.search(body), f"{spec.name}: floating point"
+
+
+def test_select_cases_word_kernel_eligibility():
+    def lay(shape: tuple[int, ...], itemsize: int, ptr: int = 4096) -> ck.ArrayLayout:
+        strides = tuple(int(np.prod(shape[k + 1 :])) * itemsize for k in range(len(shape)))
+        return ck.ArrayLayout(ptr, shape, strides, itemsize)
+
+    out = lay((10, 20), 4)
+    conds, choices = [lay((10, 20), 1)] * 3, [lay((10, 20), 4)] * 3
+    spec = ck.cases_vector_eligible(conds, choices, lay((), 4), out)
+    assert spec == ck.CasesVectorSpec(3, 4) and spec.lanes == 4
+    for bad in [
+        dict(conds=[lay((1, 20), 1), *conds[1:]]),  # broadcast
+        dict(conds=[lay((10, 20), 2)] * 3),  # 2-byte conditions
+        dict(choices=[lay((10, 20), 4, ptr=4100)] * 3),  # misaligned
+        dict(default=lay((10, 20), 4)),  # an array default
+        dict(out=lay((10, 20), 16), choices=[lay((10, 20), 16)] * 3, default=lay((), 16)),
+    ]:
+        args: dict[str, Any] = dict(conds=conds, choices=choices, default=lay((), 4), out=out)
+        assert ck.cases_vector_eligible(**(args | bad)) is None, bad
+
+
 @dataclass(frozen=True)
 class Variant:
     """One element-wise kernel as CuPy generates it for a launch of the backend.

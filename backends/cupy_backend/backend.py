@@ -37,6 +37,7 @@ _vector_kernels: dict[int, Any] = {}
 _family_kernels: dict[ck.FamilySpec, Any] = {}
 _cases_kernels: dict[tuple[tuple[int, ...], int], Any] = {}
 _strided_kernels: dict[ck.StridedSpec, Any] = {}
+_cases_vector_kernels: dict[ck.CasesVectorSpec, Any] = {}
 
 
 def elementwise_kernel(cond_itemsize: int, value_itemsize: int) -> Any:
@@ -361,8 +362,35 @@ class CupyBackend(NumpyDtypes, Backend):
         raw = _VALUE_RAW[dtype.itemsize]
         cs = tuple(_raw_view(c, _COND_RAW[c.itemsize]) for c in conds)
         xs = tuple(_raw_view(x, raw) for x in (*choices, default))
-        kernel = _cases_kernel(tuple(c.itemsize for c in cs), dtype.itemsize)
-        return _into(shape, dtype, None, (), lambda z: kernel(*cs, *xs, z))
+        result = cupy.ndarray(shape, dtype=dtype)
+        if result.size == 0:
+            return result
+        z = _raw_view(result, raw)
+        if self.vector_min_size <= result.size:
+            spec = ck.cases_vector_eligible(
+                [_layout(c) for c in cs], [_layout(x) for x in xs[:-1]], _layout(xs[-1]), _layout(z)
+            )
+            if spec is not None:
+                # the word kernel reads pointers only: the operands go as they are
+                grid, block = ck.vector_launch(result.size, spec.lanes)
+                cases_vector_kernel(spec)(
+                    (grid,), (block,), (*conds, *choices, default, result, np.int64(result.size))
+                )
+                return result
+        _cases_kernel(tuple(c.itemsize for c in cs), dtype.itemsize)(*cs, *xs, z)
+        return result
+
+
+def cases_vector_kernel(spec: ck.CasesVectorSpec) -> Any:
+    """The ``cupy.RawKernel`` of a ``select_cases`` word-kernel spec (created once)."""
+    kernel = _cases_vector_kernels.get(spec)
+    if kernel is None:
+        with _lock:
+            kernel = _cases_vector_kernels.get(spec)
+            if kernel is None:
+                kernel = cupy.RawKernel(spec.source, spec.name)
+                _cases_vector_kernels[spec] = kernel
+    return kernel
 
 
 def strided_kernel(spec: ck.StridedSpec) -> Any:

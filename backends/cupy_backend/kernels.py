@@ -52,11 +52,13 @@ __all__ = [
     "VECTOR_BLOCK",
     "VECTOR_MIN_SIZE",
     "ArrayLayout",
+    "CasesVectorSpec",
     "ElementwiseSpec",
     "FamilySpec",
     "StridedSpec",
     "VectorSpec",
     "byte_bounds",
+    "cases_vector_eligible",
     "elementwise_spec",
     "index_check_spec",
     "is_c_contiguous",
@@ -749,3 +751,137 @@ def strided_params(out_shape: Sequence[int], operands: Sequence[Operand]) -> tup
         dims.insert(0, (1, [0] * len(per_operand)))
     (_, outer), (cols, inner) = dims
     return (cols, *(s for pair in zip(outer, inner, strict=True) for s in pair))
+
+
+# ------------------------------------------------------------------ select_cases in words
+
+
+@dataclass(frozen=True, slots=True)
+class CasesVectorSpec:
+    """A ``cupy.RawKernel`` for ``select_cases`` on C-contiguous operands of the
+    output's shape: 1-byte conditions, values of 1, 2, 4 or 8 bytes, a one-element
+    default. Each thread takes one 16-byte word of every choice it needs and of the
+    output, and the matching word of every condition (all loaded first).
+
+    Attributes
+    ----------
+    n_conds
+        Number of conditions (and choices).
+    value_itemsize
+        1, 2, 4 or 8.
+    """
+
+    n_conds: int
+    value_itemsize: int
+
+    @property
+    def lanes(self) -> int:
+        """Elements per 16-byte word."""
+        return 16 // self.value_itemsize
+
+    @property
+    def name(self) -> str:
+        """Kernel name (``extern "C"``)."""
+        return f"arrayselect_select_cases_vec{self.n_conds}_v{self.value_itemsize}"
+
+    @property
+    def source(self) -> str:
+        """CUDA source. Signature: ``(c0 .. c{N-1}, x0 .. x{N-1}, d, z, n)``: condition
+        words, choice words (``uint4``), the default's element, the output words,
+        the element count. A choice's word is loaded only if one of its lanes is
+        taken from it."""
+        n, lanes = self.n_conds, self.lanes
+        vt = C_TYPES[VALUE_RAW_DTYPES[self.value_itemsize]]
+        cw = _COND_WORD_CTYPES[lanes]
+        conds = ", ".join(f"const {cw}* c{k}" for k in range(n))
+        choices = ", ".join(f"const uint4* x{k}" for k in range(n))
+        load_conds = "\n".join(f"        cb[{k}].w = c{k}[i];" for k in range(n))
+        tail_conds = "\n".join(  # the last assignment wins: the first true condition
+            f"        if (((const unsigned char*)c{k})[j] != 0) z_tail = ((const {vt}*)x{k})[j];"
+            for k in reversed(range(n))
+        )
+        return f"""\
+extern "C" __global__ void {self.name}(
+    {conds},
+    {choices},
+    const {vt}* d, uint4* z, long long n)
+{{
+    union value_word {{ uint4 w; {vt} e[{lanes}]; }};
+    union cond_word {{ {cw} w; unsigned char b[{lanes}]; }};
+    const {vt} dv = d[0];
+    const long long n_words = n / {lanes};
+    const long long start = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long step = (long long)gridDim.x * blockDim.x;
+    for (long long i = start; i < n_words; i += step) {{
+        cond_word cb[{n}];
+{load_conds}
+        /* which choice each lane takes: the first true condition, {n} for none */
+        int pick[{lanes}];
+#pragma unroll
+        for (int e = 0; e < {lanes}; ++e) {{
+            pick[e] = {n};
+#pragma unroll
+            for (int k = {n} - 1; k >= 0; --k) {{
+                if (cb[k].b[e] != 0) pick[e] = k;
+            }}
+        }}
+        value_word r;
+#pragma unroll
+        for (int e = 0; e < {lanes}; ++e) r.e[e] = dv;
+        const uint4* xs[{n}] = {{{", ".join(f"x{k}" for k in range(n))}}};
+#pragma unroll
+        for (int k = 0; k < {n}; ++k) {{
+            bool used = false;
+#pragma unroll
+            for (int e = 0; e < {lanes}; ++e) used |= pick[e] == k;
+            if (used) {{
+                value_word v;
+                v.w = xs[k][i];
+#pragma unroll
+                for (int e = 0; e < {lanes}; ++e) {{
+                    if (pick[e] == k) r.e[e] = v.e[e];
+                }}
+            }}
+        }}
+        z[i] = r.w;
+    }}
+    /* The last n % {lanes} elements: one per thread of the first block. */
+    const long long tail = n - n_words * {lanes};
+    if (start < tail) {{
+        const long long j = n_words * {lanes} + start;
+        {vt} z_tail = dv;
+{tail_conds}
+        (({vt}*)z)[j] = z_tail;
+    }}
+}}
+"""
+
+
+def cases_vector_eligible(
+    conds: Sequence[ArrayLayout],
+    choices: Sequence[ArrayLayout],
+    default: ArrayLayout,
+    out: ArrayLayout,
+) -> CasesVectorSpec | None:
+    """The word kernel for this ``select_cases``, or ``None`` (use the element-wise one).
+
+    Eligible when the conditions are 1-byte, the values (choices, default, output)
+    of one item size of 1, 2, 4 or 8 bytes, the default has one element, every
+    condition and choice and the output is C-contiguous with the output's shape,
+    the values' pointers are 16-byte aligned and the conditions' aligned to their
+    word, and the output (new, from the backend) overlaps nothing.
+    """
+    size = out.itemsize
+    if out.size == 0 or size not in (1, 2, 4, 8) or default.size != 1:
+        return None
+    if default.itemsize != size or not 1 <= len(conds) == len(choices) <= SELECT_CASES_MAX_CONDS:
+        return None
+    lanes = 16 // size
+    for a in (*conds, *choices):
+        if a.shape != out.shape or not is_c_contiguous(a.shape, a.strides, a.itemsize):
+            return None
+    if any(c.itemsize != 1 or c.ptr % lanes for c in conds):
+        return None
+    if any(x.itemsize != size or x.ptr % 16 for x in choices) or out.ptr % 16:
+        return None
+    return CasesVectorSpec(len(conds), size)

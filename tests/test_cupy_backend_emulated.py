@@ -389,6 +389,7 @@ def test_select_cases_word_kernel(cp: ModuleType, value: str, n_conds: int):
     element-wise one. Against NumPy's select."""
     dtype = np.dtype(value)
     n = 1003
+    cp.backend.cases_vector_min_size = 1000  # the default, 2**24, is too large to emulate
     conds = [RNG.integers(0, 3, n) == 0 for _ in range(n_conds)]
     choices = [_bits(n, dtype) for _ in range(n_conds)]
     default = 7 if dtype.kind == "u" else 7.5  # a Python scalar: the choices keep their dtype
@@ -399,6 +400,11 @@ def test_select_cases_word_kernel(cp: ModuleType, value: str, n_conds: int):
         "raw",
         f"arrayselect_select_cases_vec{n_conds}_v{dtype.itemsize}",
     )
+    cp.backend.cases_vector_min_size = 1004  # below the threshold: element-wise
+    got = asel.select_cases([_on(cp, c) for c in conds], [_on(cp, x) for x in choices], default)
+    _same_bits(got, expected)
+    assert cp.LAUNCHES[-1][0] == "elementwise"
+    cp.backend.cases_vector_min_size = 1000
     conds[0] = conds[0][:1]  # broadcast: the element-wise kernel
     expected = np.select(np.broadcast_arrays(*conds), choices, np.asarray(default, dtype))
     got = asel.select_cases([_on(cp, c) for c in conds], [_on(cp, x) for x in choices], default)

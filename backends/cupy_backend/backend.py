@@ -103,6 +103,8 @@ class CupyBackend(NumpyDtypes, Backend):
     vector_min_size
         Smallest output size for the 16-byte-word kernel; set it above any size
         to always use the element-wise kernel (the GPU benchmark compares both).
+    cases_vector_min_size
+        Smallest output size for ``select_cases``'s word kernel.
     """
 
     name = "cupy"
@@ -111,6 +113,7 @@ class CupyBackend(NumpyDtypes, Backend):
 
     def __init__(self) -> None:
         self.vector_min_size: int = ck.VECTOR_MIN_SIZE
+        self.cases_vector_min_size: int = ck.CASES_VECTOR_MIN_SIZE
         # The device is part of the signature, so a cached call needs no device check.
         self._fast = SignatureCache(
             self, (cupy.ndarray,), None, prepare=self._prepare, devices_in_signature=True
@@ -366,7 +369,7 @@ class CupyBackend(NumpyDtypes, Backend):
         if result.size == 0:
             return result
         z = _raw_view(result, raw)
-        if self.vector_min_size <= result.size:
+        if self.cases_vector_min_size <= result.size:
             spec = ck.cases_vector_eligible(
                 [_layout(c) for c in cs], [_layout(x) for x in xs[:-1]], _layout(xs[-1]), _layout(z)
             )

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 __all__ = [
+    "CASES_VECTOR_MIN_SIZE",
     "COND_RAW_DTYPES",
     "C_TYPES",
     "MAX_GRID",
@@ -589,10 +590,10 @@ def select_cases_spec(cond_itemsizes: Sequence[int], value_itemsize: int) -> Fam
     raw = _value_raw(value_itemsize)
     conds = ", ".join(f"{COND_RAW_DTYPES[s]} c{k}" for k, s in enumerate(cond_itemsizes))
     choices = ", ".join(f"{raw} x{k}" for k in range(n))
-    # Every condition is loaded first, unconditionally: the loads are independent and
-    # go out together. A chain that loaded c1 only after c0 was known false made each
-    # thread wait for n loads in turn (on an H200, 4 conditions of 2**26: 38% of the
-    # copy bandwidth). Then one value is loaded: the chosen one.
+    # Every condition is loaded first, unconditionally, so the loads are independent
+    # and can go out together; then one value is loaded: the chosen one. (On an H200,
+    # 4 conditions of 2**26 ran at 39% of the copy bandwidth this way or as a chain of
+    # dependent loads alike; large same-shape calls take CasesVectorSpec's kernel.)
     tests = [f"const bool b{k} = c{k} != 0;" for k in range(n)]
     chain = [f"if (b{k}) z = x{k};" for k in range(n)]
     operation = "\n".join(tests) + "\n" + "\nelse ".join([*chain, "z = d;"])
@@ -855,6 +856,14 @@ extern "C" __global__ void {self.name}(
     }}
 }}
 """
+
+
+#: Smallest output for which ``select_cases`` uses its word kernel. Deciding it (a
+#: layout per operand) and launching it cost the host about 85 µs more than the
+#: element-wise kernel's launch (an H200: 4 conditions, 2**16 elements, 137 µs
+#: against 50 µs a call), which the faster kernel repays from about 2**23 elements
+#: (2**24: 177 µs against 267 µs; 2**26: 404 µs against 976 µs).
+CASES_VECTOR_MIN_SIZE: Final = 1 << 24
 
 
 def cases_vector_eligible(

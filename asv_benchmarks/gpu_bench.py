@@ -74,16 +74,18 @@ def time_events(cp: Any, fn: Callable[[], Any], repeat: int, batch: int, warmup:
         fn()
     stream = cp.cuda.get_current_stream()
     stream.synchronize()
-    samples = []
-    for _ in range(repeat):
-        start, end = cp.cuda.Event(), cp.cuda.Event()
-        start.record(stream)
-        for _ in range(batch):
-            fn()
-        end.record(stream)
-        end.synchronize()
-        samples.append(cp.cuda.get_elapsed_time(start, end) / 1e3 / batch)
-    return float(statistics.median(samples))
+    return float(statistics.median(_batch(cp, stream, fn, batch) for _ in range(repeat)))
+
+
+def _batch(cp: Any, stream: Any, fn: Callable[[], Any], batch: int) -> float:
+    """Seconds per call of ``batch`` back-to-back calls, between two CUDA events."""
+    start, end = cp.cuda.Event(), cp.cuda.Event()
+    start.record(stream)
+    for _ in range(batch):
+        fn()
+    end.record(stream)
+    end.synchronize()
+    return float(cp.cuda.get_elapsed_time(start, end)) / 1e3 / batch
 
 
 def time_wall(cp: Any, fn: Callable[[], Any], repeat: int, inner: int = 20) -> float:
@@ -318,13 +320,7 @@ def time_pair(
     samples: tuple[list[float], list[float]] = ([], [])
     for _ in range(repeat):
         for fn, out in ((first, samples[0]), (second, samples[1])):
-            start, end = cp.cuda.Event(), cp.cuda.Event()
-            start.record(stream)
-            for _ in range(batch):
-                fn()
-            end.record(stream)
-            end.synchronize()
-            out.append(cp.cuda.get_elapsed_time(start, end) / 1e3 / batch)
+            out.append(_batch(cp, stream, fn, batch))
     return float(statistics.median(samples[0])), float(statistics.median(samples[1]))
 
 

@@ -64,6 +64,19 @@ def test_table(junits: list[Path]) -> tuple[list[str], dict[str, int]]:
     return lines, ran
 
 
+def _worst_ratio(rows: list[dict[str, Any]], limit: float, target: str) -> str:
+    """``target``'s verdict: the largest ``ratio_to_where`` among ``rows`` against ``limit``."""
+    rows = [r for r in rows if "ratio_to_where" in r and "seconds" in r]
+    if not rows:
+        return f"{target}: NOT MEASURED"
+    worst = max(rows, key=lambda r: r["ratio_to_where"])
+    verdict = "MET" if worst["ratio_to_where"] <= limit else "MISSED"
+    return (
+        f"{target}: worst ratio {worst['ratio_to_where']:.3f} "
+        f"({worst['name'].split(':')[0]}) {verdict} (limit {limit})"
+    )
+
+
 def targets(bench: dict[str, Any]) -> list[str]:
     """The issue's benchmark targets, judged from the benchmark rows."""
     if not bench.get("measured"):
@@ -81,26 +94,12 @@ def targets(bench: dict[str, Any]) -> list[str]:
         lines.append(f">= 90% of copy bandwidth at 2^28 float32 (13 B/elem): {frac:.1%} {verdict}")
     else:
         lines.append(">= 90% of copy bandwidth: NOT MEASURED")
-    patterns = [r for r in find("pattern ") if "ratio_to_where" in r]
-    if patterns:
-        worst = max(patterns, key=lambda r: r["ratio_to_where"])
-        verdict = "MET" if worst["ratio_to_where"] <= 1.03 else "MISSED"
-        lines.append(
-            f"never slower than cupy.where on the asv patterns: worst ratio "
-            f"{worst['ratio_to_where']:.3f} ({worst['name']}) {verdict} (3% noise allowance)"
-        )
-    else:
-        lines.append("never slower than cupy.where: NOT MEASURED")
-    sweep = [r for r in find("sweep 2^") if "ratio_to_where" in r]
-    if sweep:
-        worst = max(sweep, key=lambda r: r["ratio_to_where"])
-        verdict = "MET" if worst["ratio_to_where"] <= 1.03 else "MISSED"
-        lines.append(
-            f"never slower than cupy.where, 2^10..2^28 float32: worst ratio "
-            f"{worst['ratio_to_where']:.3f} ({worst['name'].split(':')[0]}) {verdict}"
-        )
-    else:
-        lines.append("never slower than cupy.where over the size sweep: NOT MEASURED")
+    lines.append(
+        _worst_ratio(find("pattern "), 1.03, "never slower than cupy.where on the asv patterns")
+    )
+    lines.append(
+        _worst_ratio(find("sweep 2^"), 1.03, "never slower than cupy.where, 2^10..2^28 float32")
+    )
     cases = [r for r in find("select_cases x4") if "speedup" in r]
     if cases:
         worst = min(cases, key=lambda r: r["speedup"])
@@ -112,16 +111,8 @@ def targets(bench: dict[str, Any]) -> list[str]:
         )
     else:
         lines.append("select_cases x4 >= 3x cupy.select: NOT MEASURED")
-    jax_rows = [r for r in find("jax ") if "arrayselect (jit)" in r["name"] and "seconds" in r]
-    if jax_rows:
-        worst = max(jax_rows, key=lambda r: r["ratio_to_where"])
-        verdict = "MET" if worst["ratio_to_where"] <= 1.05 else "MISSED"
-        lines.append(
-            f"jax.jit(select) within 5% of jax.jit(jnp.where): worst ratio "
-            f"{worst['ratio_to_where']:.3f} ({worst['name'].split(':')[0]}) {verdict}"
-        )
-    else:
-        lines.append("jax.jit(select) within 5% of jax.jit(jnp.where): NOT MEASURED")
+    jax_rows = [r for r in find("jax ") if "arrayselect (jit)" in r["name"]]
+    lines.append(_worst_ratio(jax_rows, 1.05, "jax.jit(select) within 5% of jax.jit(jnp.where)"))
     bits = [r["name"] for r in rows if "BITS DIFFER" in r.get("note", "")]
     if bits:
         lines.append("bit differences from cupy.where in: " + "; ".join(bits))

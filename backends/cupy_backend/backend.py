@@ -384,28 +384,26 @@ class CupyBackend(NumpyDtypes, Backend):
         return result
 
 
-def cases_vector_kernel(spec: ck.CasesVectorSpec) -> Any:
-    """The ``cupy.RawKernel`` of a ``select_cases`` word-kernel spec (created once)."""
-    kernel = _cases_vector_kernels.get(spec)
+def _raw_kernel(cache: dict[Any, Any], spec: ck.CasesVectorSpec | ck.StridedSpec) -> Any:
+    """The ``cupy.RawKernel`` of ``spec`` (``source`` and ``name``), created once into
+    ``cache``."""
+    kernel = cache.get(spec)
     if kernel is None:
         with _lock:
-            kernel = _cases_vector_kernels.get(spec)
+            kernel = cache.get(spec)
             if kernel is None:
-                kernel = cupy.RawKernel(spec.source, spec.name)
-                _cases_vector_kernels[spec] = kernel
+                kernel = cache[spec] = cupy.RawKernel(spec.source, spec.name)
     return kernel
+
+
+def cases_vector_kernel(spec: ck.CasesVectorSpec) -> Any:
+    """The ``cupy.RawKernel`` of a ``select_cases`` word-kernel spec (created once)."""
+    return _raw_kernel(_cases_vector_kernels, spec)
 
 
 def strided_kernel(spec: ck.StridedSpec) -> Any:
     """The ``cupy.RawKernel`` of a strided kernel's spec (created once, then cached)."""
-    kernel = _strided_kernels.get(spec)
-    if kernel is None:
-        with _lock:
-            kernel = _strided_kernels.get(spec)
-            if kernel is None:
-                kernel = cupy.RawKernel(spec.source, spec.name)
-                _strided_kernels[spec] = kernel
-    return kernel
+    return _raw_kernel(_strided_kernels, spec)
 
 
 def _launch_shape(grid_block: tuple[int, int]) -> tuple[tuple[int], tuple[int]]:

@@ -69,6 +69,10 @@ class ndarray(np.ndarray):
     def data(self) -> _MemoryPointer:
         return _MemoryPointer(int(self.ctypes.data), self._device)
 
+    @property
+    def _c_contiguous(self) -> bool:  # CuPy's flag, read without a flags object
+        return bool(self.flags.c_contiguous)
+
 
 def empty(shape: Any, dtype: Any = float) -> ndarray:
     """Uninitialized array on the current device (16-byte aligned, like a pool block)."""
@@ -246,29 +250,48 @@ extern "C" void run(void** p, long long size) {{
         return outs[0] if outs else None
 
 
+#: C parameter types of the kernels' by-value scalars: (ctypes type, NumPy type the
+#: backend must pass, as CuPy packs a NumPy scalar by its own type).
+_SCALAR_PARAMS: dict[str, tuple[Any, Any]] = {
+    "long long": (ctypes.c_longlong, np.int64),
+    "unsigned char": (ctypes.c_ubyte, np.uint8),
+    "unsigned short": (ctypes.c_ushort, np.uint16),
+    "unsigned int": (ctypes.c_uint, np.uint32),
+    "unsigned long long": (ctypes.c_ulonglong, np.uint64),
+}
+
+
 class RawKernel:
-    """Compiles the real source with the host compiler; runs every thread of a launch."""
+    """Compiles the real source with the host compiler; runs every thread of a launch.
+
+    Any ``extern "C"`` kernel whose parameters are pointers (passed as arrays) or
+    the scalars of ``_SCALAR_PARAMS`` (passed as NumPy scalars of exactly that type).
+    """
 
     _libs: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, code: str, name: str) -> None:
         self.code = code
         self.name = name
+        match = re.search(rf"void {name}\(([^)]*)\)", code)
+        assert match, "unexpected kernel signature"
+        self.params: list[tuple[str, str]] = []  # (C type, name)
+        for param in match.group(1).split(","):
+            ctype, _, pname = " ".join(param.split()).rpartition(" ")
+            self.params.append((ctype.removeprefix("const "), pname))
 
     def _lib(self) -> Any:
         lib = self._libs.get(self.code)
         if lib is None:
-            match = re.search(rf"void {self.name}\(\s*const (.+?)\* c, const uint4\* x", self.code)
-            assert match, "unexpected kernel signature"
-            cw = match.group(1)
+            decls = ", ".join(f"{t} {n}" for t, n in self.params)
+            names = ", ".join(n for _, n in self.params)
             driver = f"""
-extern "C" void run(const {cw}* c, const uint4* x, const uint4* y, uint4* z, long long n,
-                    unsigned grid, unsigned block) {{
+extern "C" void run({decls}, unsigned grid, unsigned block) {{
     gridDim.x = grid; blockDim.x = block;
     for (unsigned b = 0; b < grid; ++b)
         for (unsigned t = 0; t < block; ++t) {{
             blockIdx.x = b; threadIdx.x = t;
-            {self.name}(c, x, y, z, n);
+            {self.name}({names});
         }}
 }}
 """
@@ -284,11 +307,24 @@ extern "C" void run(const {cw}* c, const uint4* x, const uint4* y, uint4* z, lon
         (b,) = block
         if not (1 <= b <= 1024 and 1 <= g < 2**31):
             raise ValueError(f"invalid launch: grid {grid}, block {block}")
-        c, x, y, z, n = args
-        if not all(isinstance(a, ndarray) for a in (c, x, y, z)) or type(n) is not np.int64:
-            raise TypeError(f"bad argument types: {[type(a) for a in args]}")
-        _check_on_current_device(args)
-        self._lib().run(kh.ptr(c), kh.ptr(x), kh.ptr(y), kh.ptr(z), int(n), g, b)
+        if len(args) != len(self.params):
+            raise TypeError(f"{self.name} takes {len(self.params)} arguments, got {len(args)}")
+        c_args: list[Any] = []
+        arrays = []
+        for (ctype, pname), arg in zip(self.params, args, strict=True):
+            if ctype.endswith("*"):
+                if not isinstance(arg, ndarray):
+                    raise TypeError(f"{pname}: an array expected, got {type(arg)}")
+                arrays.append(arg)
+                c_args.append(kh.ptr(arg))
+            else:
+                c_type, np_type = _SCALAR_PARAMS[ctype]
+                if type(arg) is not np_type:
+                    raise TypeError(f"{pname}: {np_type.__name__} expected, got {type(arg)}")
+                c_args.append(c_type(arg.item()))
+        _check_on_current_device(tuple(arrays))
+        self._lib().run(*c_args, g, b)
+        z = args[[pname for _, pname in self.params].index("z")]
         LAUNCHES.append(("raw", self.name, _state.current, z, g, b))
 
 

@@ -103,10 +103,13 @@ def test_every_dtype_bit_exact(cp: ModuleType, name: str):
     expected = np.where(c, t, e)
     for _ in range(2):  # general path, then the cached fast path
         _same_bits(asel.select(_on(cp, c), _on(cp, t), _on(cp, e)), expected)
+    # every size takes the 16-byte-word kernel where one exists (1-8 byte values)
+    vectorized = dtype.itemsize in (1, 2, 4, 8)
     kinds = {launch[0] for launch in cp.LAUNCHES}
-    assert kinds == {"elementwise"}  # small: never the vectorized kernel
+    assert kinds == ({"raw"} if vectorized else {"elementwise"})
     names = {launch[1] for launch in cp.LAUNCHES}
-    assert names == {f"arrayselect_select_c1_v{dtype.itemsize}"}
+    name = "select_vec_v" if vectorized else "select_c1_v"
+    assert names == {f"arrayselect_{name}{dtype.itemsize}"}
 
 
 @pytest.mark.parametrize("cond_name", ["int8", "int16", "int32", "int64", "uint16", "uint64"])
@@ -117,7 +120,9 @@ def test_integer_conds_nonzero_is_true_without_a_cast(cp: ModuleType, cond_name:
     c = raw.astype(f"u{cdt.itemsize}").view(cdt)
     t, e = np.arange(64, dtype=np.float32), -np.arange(64, dtype=np.float32)
     _same_bits(asel.select(_on(cp, c), _on(cp, t), _on(cp, e)), np.where(c != 0, t, e))
-    assert cp.LAUNCHES[-1][1] == f"arrayselect_select_c{cdt.itemsize}_v4"
+    # a 1-byte cond takes the 16-byte-word kernel, which tests the bytes with != 0 too
+    name = "select_vec_v4" if cdt.itemsize == 1 else f"select_c{cdt.itemsize}_v4"
+    assert cp.LAUNCHES[-1][1] == f"arrayselect_{name}"
 
 
 def test_python_scalars_match_the_numpy_backend(cp: ModuleType):
@@ -239,25 +244,171 @@ def test_vectorized_path_dispatch(cp: ModuleType, value: str, cond: str):
         kind, name, _, _, grid, block = cp.LAUNCHES[-1]
         assert kind == "raw" and name == f"arrayselect_select_vec_v{dtype.itemsize}"
         lanes = 16 // dtype.itemsize
-        assert (grid, block) == ck.vector_launch(
-            n, lanes, _fake_cupy.SM_COUNT, _fake_cupy.THREADS_PER_SM
-        )
+        assert (grid, block) == ck.vector_launch(n, lanes)
     # in place (out is then exactly) stays vectorized
     gt = _on(cp, t)
     asel.select(_on(cp, c), gt, _on(cp, e), out=gt)
     _same_bits(gt, expected)
     assert cp.LAUNCHES[-1][0] == "raw"
-    # misaligned then (offset by one element), a broadcast, a strided input: element-wise
+    # misaligned then (offset by one element), a broadcast, a strided input: not the
+    # word kernel; the strided one once the signature is cached (the first call of a
+    # new signature runs the general path's element-wise kernel)
+    strided = f"arrayselect_select_strided_c{np.dtype(cond).itemsize}_v{dtype.itemsize}_aa"
     for tt, ee in [
         (_on(cp, np.concatenate([t[:1], t]))[1:], _on(cp, e)),
         (_on(cp, t), _on(cp, e[:1])),
         (_on(cp, np.repeat(t, 2))[::2], _on(cp, e)),
     ]:
-        got = asel.select(_on(cp, c), tt, ee)
-        _same_bits(got, np.where(c != 0, np.asarray(tt), np.asarray(ee)))
-        assert cp.LAUNCHES[-1][0] == "elementwise"
+        for _ in range(2):
+            got = asel.select(_on(cp, c), tt, ee)
+            _same_bits(got, np.where(c != 0, np.asarray(tt), np.asarray(ee)))
+            assert cp.LAUNCHES[-1][1] in (strided, f"arrayselect_select_c1_v{dtype.itemsize}")
+        if dtype.itemsize < 16:
+            assert cp.LAUNCHES[-1][1] == strided
     # below the threshold: element-wise
     asel.select(_on(cp, c[:255]), _on(cp, t[:255]), _on(cp, e[:255]))
+    assert cp.LAUNCHES[-1][0] == "elementwise"
+
+
+def test_fast_path_launches_without_layouts(
+    cp: ModuleType, emu: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+):
+    """A cached same-shape call launches the word kernel directly (no layout objects,
+    no raw views); a call on another device than the current one, or with ``out``,
+    takes the general path."""
+    n = 301
+    c = RNG.integers(0, 2, n).astype(bool)
+    t, e = _bits(n, np.dtype(np.float32)), _bits(n, np.dtype(np.float32))
+    expected = np.where(c, t, e)
+    _same_bits(asel.select(_on(cp, c), _on(cp, t), _on(cp, e)), expected)  # caches
+
+    def no_layouts(x: Any) -> None:
+        raise AssertionError("the fast path built a layout")
+
+    c2, t2, e2 = RNG.integers(0, 2, n).astype(bool), _bits(n, t.dtype), _bits(n, t.dtype)
+    with monkeypatch.context() as patch:
+        patch.setattr(emu.module, "_layout", no_layouts)
+        cp.LAUNCHES.clear()
+        got = asel.select(_on(cp, c2), _on(cp, t2), _on(cp, e2))
+    _same_bits(got, np.where(c2, t2, e2))
+    assert [launch[:3] for launch in cp.LAUNCHES] == [("raw", "arrayselect_select_vec_v4", 0)]
+    with cp.cuda.Device(1):
+        c1, t1, e1 = _on(cp, c), _on(cp, t), _on(cp, e)
+    got = asel.select(c1, t1, e1)
+    assert got.data.device_id == 1 and cp.LAUNCHES[-1][2] == 1
+    _same_bits(got, expected)
+
+
+@pytest.mark.parametrize("value", ["bool", "uint8", "float16", "bfloat16", "float32", "float64"])
+@pytest.mark.parametrize("cond", ["bool", "int16", "uint64"])
+def test_strided_kernel_on_cached_broadcast_and_strided_calls(
+    cp: ModuleType, value: str, cond: str
+):
+    """Cached calls whose operands broadcast or are strided run the strided kernel
+    (at most two merged dimensions), Python-scalar operands passed by value as raw
+    bits; more dimensions, and the first call of a signature, the element-wise one."""
+    dtype = _dtype(value)
+    n, m = 7, 5
+
+    def bits(*shape: int) -> np.ndarray:
+        return _bits(int(np.prod(shape)), dtype).reshape(shape)
+
+    def conds(*shape: int) -> np.ndarray:
+        return (RNG.integers(0, 3, shape) * 2).astype(cond)
+
+    big, big_c = bits(2 * n, 2 * m), conds(2 * n, 2 * m)
+    scalar = {"bool": True, "uint8": 200}.get(value, -0.0)
+    same = (slice(None), slice(None))
+
+    def T(x: Any) -> Any:
+        return x.T
+
+    # (host array or scalar, view taken on the "device": strides survive the transfer)
+    cases: list[tuple[tuple[Any, Any], ...]] = [
+        ((conds(n, 1), None), (bits(n, m), None), (bits(n, m), None)),  # cond column
+        ((conds(m), None), (bits(n, m), None), (bits(n, m), None)),  # cond row
+        ((conds(n, m), None), (bits(n, 1), None), (bits(1, m), None)),  # outer
+        ((conds(m, n), T), (bits(m, n), T), (bits(m, n), T)),  # transposed
+        (
+            (big_c, (slice(None, None, 2),) * 2),
+            (big, (slice(None, None, 2),) * 2),
+            (big, (slice(1, None, 2),) * 2),
+        ),  # step 2
+        (
+            (conds(n, m), (slice(None, None, -1),)),
+            (bits(n, m), (slice(None), slice(None, None, -1))),
+            (bits(n, m), same),
+        ),  # negative strides
+        ((conds(n, m), None), (bits(n, m), None), (scalar, None)),  # scalar else
+        ((conds(n, m), None), (scalar, None), (bits(m, n), T)),  # scalar then
+        ((conds(3, n, m), None), (bits(3, n, m), None), (bits(n, m), None)),  # dims that merge
+    ]
+
+    def place(x: Any, view: Any) -> tuple[Any, Any]:
+        if not isinstance(x, np.ndarray):
+            return x, np.asarray(x, dtype)
+        host = x if view is None else (view(x) if callable(view) else x[view])
+        device = _on(cp, x)
+        device = device if view is None else (view(device) if callable(view) else device[view])
+        return device, host
+
+    for case in cases:
+        (c, hc), (t, ht), (e, he) = (place(x, view) for x, view in case)
+        expected = np.where(hc != 0, ht, he).astype(dtype)
+        for _ in range(2):
+            _same_bits(asel.select(c, t, e), expected)
+        kind, name = cp.LAUNCHES[-1][:2]
+        assert kind == "raw" and name.startswith("arrayselect_select_strided_"), (name, hc.shape)
+    # three dimensions that do not merge: the element-wise kernel, correct
+    c, t, e = conds(3, n, 1), bits(1, n, m), bits(3, 1, m)
+    for _ in range(2):
+        _same_bits(asel.select(_on(cp, c), _on(cp, t), _on(cp, e)), np.where(c != 0, t, e))
+        assert cp.LAUNCHES[-1][0] == "elementwise"
+
+
+def test_16_byte_scalars_reach_the_kernel_as_two_uint64_halves(cp: ModuleType):
+    """A complex128 Python scalar becomes a 0-d device array filled as two uint64
+    halves (CuPy passed a complex128 kernel scalar as a number and lost -0.0's sign
+    on a GPU); its bits, signed zeros included, reach the output."""
+    c = np.array([True, False, True, False])
+    e = _bits(4, np.dtype(np.complex128))
+    for value in (-0.0, complex(-0.0, -0.0), complex(1.5, -0.0)):
+        expected = np.where(c, np.asarray(value, np.complex128), e)
+        for _ in range(2):
+            _same_bits(asel.select(_on(cp, c), value, _on(cp, e)), expected)
+        scalar = cp.backend.scalar_array(value, np.complex128, _on(cp, c))
+        assert scalar.shape == () and scalar.dtype == np.complex128
+        _same_bits(scalar, np.asarray(value, np.complex128))
+
+
+@pytest.mark.parametrize("value", ["uint8", "float16", "float32", "float64"])
+@pytest.mark.parametrize("n_conds", [1, 3, 4])
+def test_select_cases_word_kernel(cp: ModuleType, value: str, n_conds: int):
+    """Same-shape C-contiguous operands with 1-byte conditions and a scalar default
+    take the select_cases word kernel (a tail included); a broadcast condition the
+    element-wise one. Against NumPy's select."""
+    dtype = np.dtype(value)
+    n = 1003
+    cp.backend.cases_vector_min_size = 1000  # the default, 2**24, is too large to emulate
+    conds = [RNG.integers(0, 3, n) == 0 for _ in range(n_conds)]
+    choices = [_bits(n, dtype) for _ in range(n_conds)]
+    default = 7 if dtype.kind == "u" else 7.5  # a Python scalar: the choices keep their dtype
+    expected = np.select(conds, choices, np.asarray(default, dtype))
+    got = asel.select_cases([_on(cp, c) for c in conds], [_on(cp, x) for x in choices], default)
+    _same_bits(got, expected)
+    assert cp.LAUNCHES[-1][:2] == (
+        "raw",
+        f"arrayselect_select_cases_vec{n_conds}_v{dtype.itemsize}",
+    )
+    cp.backend.cases_vector_min_size = 1004  # below the threshold: element-wise
+    got = asel.select_cases([_on(cp, c) for c in conds], [_on(cp, x) for x in choices], default)
+    _same_bits(got, expected)
+    assert cp.LAUNCHES[-1][0] == "elementwise"
+    cp.backend.cases_vector_min_size = 1000
+    conds[0] = conds[0][:1]  # broadcast: the element-wise kernel
+    expected = np.select(np.broadcast_arrays(*conds), choices, np.asarray(default, dtype))
+    got = asel.select_cases([_on(cp, c) for c in conds], [_on(cp, x) for x in choices], default)
+    _same_bits(got, expected)
     assert cp.LAUNCHES[-1][0] == "elementwise"
 
 
@@ -308,8 +459,10 @@ def test_kernels_are_created_once(cp: ModuleType, emu: SimpleNamespace):
         a = _on(cp, np.ones(2, name))
         asel.select(c, a, a)
     assert cp.state.elementwise_created == created  # all cached
-    assert set(cache) <= {(1, v) for v in (1, 2, 4, 8, 16)} | {(c, 4) for c in (1, 2, 4, 8)}
-    assert {(1, 1), (1, 2), (1, 4), (1, 8), (1, 16)} <= set(cache)
+    # one kernel per (cond, value) item-size pair at most, whatever earlier tests made
+    # (the 1-8 byte values above take the word kernel; complex128 the element-wise one)
+    assert set(cache) <= {(c, v) for c in (1, 2, 4, 8) for v in (1, 2, 4, 8, 16)}
+    assert (1, 16) in cache
 
 
 def test_scalar_array_and_queries(cp: ModuleType):

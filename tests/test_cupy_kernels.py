@@ -221,7 +221,7 @@ def test_vector_kernel_runs_bit_exact(
     spec = ck.vector_spec(1, value_size)
     assert spec is not None
     raw = np.dtype(ck.VALUE_RAW_DTYPES[value_size])
-    grid, block = ck.vector_launch(n, spec.lanes, sm_count=2) if launch == "derived" else launch
+    grid, block = ck.vector_launch(n, spec.lanes) if launch == "derived" else launch
     for cond_name in ("bool", "int8", "uint8"):
         cond = kh.aligned_empty(n, np.dtype(cond_name))
         cond[...] = _conds(n, np.dtype(cond_name))
@@ -280,6 +280,52 @@ def test_vector_kernels_compile_with_nvcc_to_16_byte_moves(tmp_path: Path):
         assert body.count("ld.global.v4.u32") >= 2, f"{spec.name}: no 16-byte loads"
         assert "st.global.v4.u32" in body, f"{spec.name}: no 16-byte stores"
         assert not _FLOAT_WORK.search(body), f"{spec.name}: floating-point instruction"
+
+
+def test_strided_kernels_compile_with_nvcc_without_float_work(tmp_path: Path):
+    kinds = [("array", "array"), ("array", "scalar"), ("scalar", "array")]
+    specs = [
+        ck.strided_spec(c, v, t, e) for c in (1, 2, 4, 8) for v in (1, 2, 4, 8) for t, e in kinds
+    ]
+    assert None not in specs and ck.strided_spec(1, 16, "array", "array") is None
+    assert ck.strided_spec(1, 4, "scalar", "scalar") is None
+    ptx = _ptx(tmp_path, "\n".join(s.source for s in specs if s is not None), [])
+    entries = _entries(ptx)
+    for spec in specs:
+        assert spec is not None
+        assert not _FLOAT_WORK.search(entries[spec.name]), f"{spec.name}: floating point"
+
+
+def test_select_cases_word_kernels_compile_with_nvcc_to_16_byte_moves(tmp_path: Path):
+    specs = [ck.CasesVectorSpec(n, v) for n in (1, 4, 32) for v in (1, 2, 4, 8)]
+    ptx = _ptx(tmp_path, "\n".join(s.source for s in specs), [])
+    entries = _entries(ptx)
+    for spec in specs:
+        body = entries[spec.name]
+        assert re.search(r"ld\.global\.v(4\.u32|2\.u64)", body), f"{spec.name}: no 16-byte loads"
+        assert re.search(r"st\.global\.v(4\.u32|2\.u64)", body), f"{spec.name}: no 16-byte stores"
+        assert ".local" not in body, f"{spec.name}: local memory"
+        assert not _FLOAT_WORK.search(body), f"{spec.name}: floating point"
+
+
+def test_select_cases_word_kernel_eligibility():
+    def lay(shape: tuple[int, ...], itemsize: int, ptr: int = 4096) -> ck.ArrayLayout:
+        strides = tuple(int(np.prod(shape[k + 1 :])) * itemsize for k in range(len(shape)))
+        return ck.ArrayLayout(ptr, shape, strides, itemsize)
+
+    out = lay((10, 20), 4)
+    conds, choices = [lay((10, 20), 1)] * 3, [lay((10, 20), 4)] * 3
+    spec = ck.cases_vector_eligible(conds, choices, lay((), 4), out)
+    assert spec == ck.CasesVectorSpec(3, 4) and spec.lanes == 4
+    for bad in [
+        dict(conds=[lay((1, 20), 1), *conds[1:]]),  # broadcast
+        dict(conds=[lay((10, 20), 2)] * 3),  # 2-byte conditions
+        dict(choices=[lay((10, 20), 4, ptr=4100)] * 3),  # misaligned
+        dict(default=lay((10, 20), 4)),  # an array default
+        dict(out=lay((10, 20), 16), choices=[lay((10, 20), 16)] * 3, default=lay((), 16)),
+    ]:
+        args: dict[str, Any] = dict(conds=conds, choices=choices, default=lay((), 4), out=out)
+        assert ck.cases_vector_eligible(**(args | bad)) is None, bad
 
 
 @dataclass(frozen=True)
@@ -689,26 +735,29 @@ def test_sweep_covers_each_axis():
 
 
 def test_vector_launch_parameters():
-    # 2**28 float32 on a 132-SM device: one resident wave of 256-thread blocks.
-    assert ck.vector_launch(1 << 28, 4, sm_count=132) == (132 * 8, 256)
-    assert ck.vector_launch(1 << 28, 4, sm_count=132, threads_per_sm=1024) == (132 * 4, 256)
-    assert ck.vector_launch(4096, 4, sm_count=132) == (4, 256)
-    assert ck.vector_launch(4099, 4, sm_count=132) == (4, 256)  # 1024 words + a tail
-    assert ck.vector_launch(4100, 4, sm_count=132) == (5, 256)
-    assert ck.vector_launch(0, 4, sm_count=132) == (1, 256)
-    assert ck.vector_launch(3, 16, sm_count=1) == (1, 256)
-    for bad in [dict(n=-1), dict(lanes=0), dict(sm_count=0), dict(block=8), dict(lanes=32)]:
-        args: dict[str, Any] = dict(n=10, lanes=4, sm_count=1, block=16) | bad
+    # One thread per 16-byte word, 256-thread blocks (2**28 float32: 2**26 words).
+    assert ck.vector_launch(1 << 28, 4) == ((1 << 26) // 256, 256)
+    assert ck.vector_launch(1 << 28, 4, block=1024) == ((1 << 26) // 1024, 1024)
+    assert ck.vector_launch(4096, 4) == (4, 256)
+    assert ck.vector_launch(4099, 4) == (4, 256)  # 1024 words + a tail
+    assert ck.vector_launch(4100, 4) == (5, 256)
+    assert ck.vector_launch(0, 4) == (1, 256)
+    assert ck.vector_launch(3, 16) == (1, 256)
+    assert ck.vector_launch(1 << 45, 1) == (ck.MAX_GRID, 256)  # capped: the loop covers it
+    for bad in [dict(n=-1), dict(lanes=0), dict(block=8), dict(lanes=32)]:
+        args: dict[str, Any] = dict(n=10, lanes=4, block=16) | bad
         with pytest.raises(ValueError):
-            ck.vector_launch(args.pop("n"), args.pop("lanes"), args.pop("sm_count"), **args)
+            ck.vector_launch(args.pop("n"), args.pop("lanes"), **args)
 
 
 @pytest.mark.parametrize("lanes", [2, 4, 8, 16])
 @pytest.mark.parametrize("n", [0, 1, 17, 255, 4096, 100_003])
-@pytest.mark.parametrize("sm_count", [1, 3, 132])
-def test_vector_launch_covers_every_element_once(lanes: int, n: int, sm_count: int):
+@pytest.mark.parametrize("block", [16, 256])
+def test_vector_launch_covers_every_element_once(lanes: int, n: int, block: int):
     """Emulate the kernel's index arithmetic: each element written exactly once."""
-    grid, block = ck.vector_launch(n, lanes, sm_count, threads_per_sm=512)
+    if block < lanes:
+        pytest.skip("a block holds at least one word's lanes")
+    grid, block = ck.vector_launch(n, lanes, block=block)
     hits = np.zeros(n, np.int64)
     n_words = n // lanes
     threads = np.arange(grid * block)
@@ -856,7 +905,7 @@ def test_registry_maps_cupy_to_the_backend_factory():
     assert _registry._BUILTIN["cupy"] == "arrayselect.backends.cupy_backend:create"
     source = (BACKENDS / "cupy_backend" / "backend.py").read_text()
     assert re.search(r"^def create\(xp: ModuleType\) -> CupyBackend:", source, re.M)
-    assert "SignatureCache(self, (cupy.ndarray,)" in source
+    assert re.search(r"SignatureCache\(\s*self,\s*\(cupy\.ndarray,\)", source)
 
 
 def test_import_arrayselect_does_not_import_cupy():

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from types import ModuleType
 from typing import Any
 
@@ -34,7 +35,9 @@ _lock = threading.Lock()
 _elementwise_kernels: dict[tuple[int, int], Any] = {}
 _vector_kernels: dict[int, Any] = {}
 _family_kernels: dict[ck.FamilySpec, Any] = {}
-_device_limits: dict[int, tuple[int, int]] = {}
+_cases_kernels: dict[tuple[tuple[int, ...], int], Any] = {}
+_strided_kernels: dict[ck.StridedSpec, Any] = {}
+_cases_vector_kernels: dict[ck.CasesVectorSpec, Any] = {}
 
 
 def elementwise_kernel(cond_itemsize: int, value_itemsize: int) -> Any:
@@ -88,19 +91,6 @@ def family_kernel(spec: ck.FamilySpec) -> Any:
     return kernel
 
 
-def _limits(device: int) -> tuple[int, int]:
-    """``(SM count, max resident threads per SM)`` of a device (queried once)."""
-    limits = _device_limits.get(device)
-    if limits is None:
-        rt = cupy.cuda.runtime
-        limits = (
-            int(rt.deviceGetAttribute(rt.cudaDevAttrMultiProcessorCount, device)),
-            int(rt.deviceGetAttribute(rt.cudaDevAttrMaxThreadsPerMultiProcessor, device)),
-        )
-        _device_limits[device] = limits
-    return limits
-
-
 def _layout(x: Any) -> ck.ArrayLayout:
     return ck.ArrayLayout(int(x.data.ptr), tuple(x.shape), tuple(x.strides), int(x.itemsize))
 
@@ -113,6 +103,8 @@ class CupyBackend(NumpyDtypes, Backend):
     vector_min_size
         Smallest output size for the 16-byte-word kernel; set it above any size
         to always use the element-wise kernel (the GPU benchmark compares both).
+    cases_vector_min_size
+        Smallest output size for ``select_cases``'s word kernel.
     """
 
     name = "cupy"
@@ -121,10 +113,18 @@ class CupyBackend(NumpyDtypes, Backend):
 
     def __init__(self) -> None:
         self.vector_min_size: int = ck.VECTOR_MIN_SIZE
-        self._fast = SignatureCache(self, (cupy.ndarray,), self._run)
+        self.cases_vector_min_size: int = ck.CASES_VECTOR_MIN_SIZE
+        # The device is part of the signature, so a cached call needs no device check.
+        self._fast = SignatureCache(
+            self, (cupy.ndarray,), None, prepare=self._prepare, devices_in_signature=True
+        )
         register_cache("cupy_backend.fast_path", lambda: (len(self._fast), self._fast.maxsize))
 
     # ------------------------------------------------------------- queries
+    def signature(self, x: Any) -> Hashable:
+        """Shape, dtype and device id: what a decision depends on, and where it runs."""
+        return (x.shape, x.dtype, x.data.device_id)
+
     def shape(self, x: Any) -> Shape:
         return x.shape  # type: ignore[no-any-return]
 
@@ -141,18 +141,132 @@ class CupyBackend(NumpyDtypes, Backend):
     def scalar_array(self, value: bool | int | float | complex, dtype: Any, like: Any) -> Any:
         dtype = np.dtype(dtype)
         raw = _VALUE_RAW[dtype.itemsize]
-        bits = np.asarray(value, dtype=dtype).view(raw)[()]
         with cupy.cuda.Device(self.device_of(like)):
+            if dtype.itemsize == 16:
+                return _device_scalar(value, dtype)
             array = cupy.empty((), dtype=dtype)
             # A fill kernel on the current stream: no host-to-device copy, no sync.
-            array.view(raw).fill(bits)
+            array.view(raw).fill(np.asarray(value, dtype=dtype).view(raw)[()])
         return array
 
     def fast_path(self) -> FastPath:
         return self._fast.fast_path()
 
-    def _run(self, cond: Any, then: Any, else_: Any, decision: Decision, out: Any) -> Any:
-        return self.execute(cond, then, else_, decision.plan, decision.dtype, out)
+    def _prepare(self, decision: Decision) -> Callable[..., Any]:
+        """The function a cached signature runs: ``call(cond, then, else_[, out])``.
+
+        What a small call costs is this function's host time, so a call without
+        ``out`` on the current device launches a ``RawKernel`` on the operands as
+        they are (it reads only their pointers: no raw views, no layout objects),
+        with launch shapes made once:
+
+        * the 16-byte-word kernel when all three are C-contiguous arrays of the
+          output's shape, ``cond`` of 1 byte, values 16-byte aligned;
+        * else the strided kernel (:class:`~.kernels.StridedSpec`) when the
+          operands broadcast to at most two merged dimensions
+          (:func:`~.kernels.strided_params`, cached per combination of strides).
+
+        Everything else, and a call failing one of those checks, runs
+        :meth:`execute` (``ElementwiseKernel``).
+        """
+        plan, dtype = decision.plan, decision.dtype
+        execute = self.execute
+
+        def general(cond: Any, then: Any, else_: Any, out: Any = None) -> Any:
+            return execute(cond, then, else_, plan, dtype, out)
+
+        itemsize = int(dtype.itemsize)
+        if (
+            decision.with_out
+            or itemsize not in (1, 2, 4, 8)
+            or any(aligned is not None for aligned in plan.aligned)
+        ):
+            return general
+        shape: tuple[int, ...] = plan.out_shape  # type: ignore[assignment]  # CuPy: sizes known
+        n = math.prod(shape)
+        if n == 0:
+            return general
+        then_array = decision.then_range is None
+        else_array = decision.else_range is None
+        vspec = ck.vector_spec(1, itemsize) if then_array and else_array else None
+        vkernel: Any = None if vspec is None else vector_kernel(vspec)
+        vlaunch: Any = None if vspec is None else _launch_shape(ck.vector_launch(n, vspec.lanes))
+        vmask = 0 if vspec is None else vspec.lanes - 1
+        # one thread per element: the word kernel's launch with one lane per word
+        slaunch = _launch_shape(ck.vector_launch(n, 1))
+        size = np.int64(n)
+        to_raw = _raw_scalar_converter(dtype)
+        get_device = cupy.cuda.runtime.getDevice
+        # the constructor itself: cupy.empty is a Python function around it
+        empty = cupy.ndarray
+        backend = self
+        # What the signature (shapes, dtypes, devices: fixed here) allows, decided at
+        # the first call, which has the arrays: (word kernel?, strided kernel or None).
+        state: list[tuple[bool, Any]] = []
+        plans: dict[tuple[Any, ...], tuple[np.int64, ...] | None] = {}
+
+        def first(cond: Any, then: Any, else_: Any) -> tuple[bool, Any]:
+            words = vkernel is not None and cond.itemsize == 1
+            words = words and cond.shape == then.shape == else_.shape == shape
+            sspec = ck.strided_spec(
+                cond.itemsize,
+                itemsize,
+                "array" if then_array else "scalar",
+                "array" if else_array else "scalar",
+            )
+            if sspec is None or n > ck.STRIDED_MAX_SIZE:
+                return words, None
+            return words, strided_kernel(sspec)
+
+        def call(cond: Any, then: Any, else_: Any, out: Any = None) -> Any:
+            if (
+                out is not None
+                or n < backend.vector_min_size
+                or cond.data.device_id != get_device()
+            ):
+                return general(cond, then, else_, out)
+            if not state:
+                state.append(first(cond, then, else_))
+            words, skernel = state[0]
+            if (
+                words
+                and cond._c_contiguous
+                and then._c_contiguous
+                and else_._c_contiguous
+                and not (then.data.ptr | else_.data.ptr) & 15
+                and not cond.data.ptr & vmask
+            ):
+                z = empty(shape, dtype)
+                vkernel(*vlaunch, (cond, then, else_, z, size))
+                return z
+            if skernel is None:
+                return general(cond, then, else_, out)
+            key = (
+                cond.strides,
+                then.strides if then_array else None,
+                else_.strides if else_array else None,
+            )
+            try:
+                params = plans[key]
+            except KeyError:
+                params = _strided_params(
+                    shape, cond, then if then_array else None, else_ if else_array else None
+                )
+                if len(plans) < 64:
+                    plans[key] = params
+            if params is None or (
+                cond.data.ptr % cond.itemsize
+                or (then_array and then.data.ptr % itemsize)
+                or (else_array and else_.data.ptr % itemsize)
+            ):
+                return general(cond, then, else_, out)
+            x = then if then_array else to_raw(then)
+            y = else_ if else_array else to_raw(else_)
+            z = empty(shape, dtype)
+            skernel(*slaunch, (cond, x, y, z, size, *params))
+            return z
+
+        return call
 
     # ------------------------------------------------------------- running
     def select(self, cond: Any, then: Any, else_: Any, plan: SelectPlan, out: Any) -> Any:
@@ -166,11 +280,10 @@ class CupyBackend(NumpyDtypes, Backend):
         ``then``/``else_`` are CuPy arrays of ``dtype`` or Python scalars that fit it.
         """
         device = int(cond.data.device_id)
-        return _on_device(device, self._execute, device, cond, then, else_, plan, dtype, out)
+        return _on_device(device, self._execute, cond, then, else_, plan, dtype, out)
 
     def _execute(
         self,
-        device: int,
         cond: Any,
         then: Any,
         else_: Any,
@@ -185,19 +298,16 @@ class CupyBackend(NumpyDtypes, Backend):
         c = _raw_view(cond, _COND_RAW[cond.dtype.itemsize])
         t = _raw_operand(then, then_shape, dtype, raw)
         e = _raw_operand(else_, else_shape, dtype, raw)
-        return _into(
-            plan.out_shape, dtype, out, (c, t, e), lambda z: self._launch(device, c, t, e, z)
-        )
+        return _into(plan.out_shape, dtype, out, (c, t, e), lambda z: self._launch(c, t, e, z))
 
-    def _launch(self, device: int, c: Any, t: Any, e: Any, z: Any) -> None:
+    def _launch(self, c: Any, t: Any, e: Any, z: Any) -> None:
         """Launch the select kernel on raw views; ``z`` has the output shape."""
         if z.size >= self.vector_min_size and type(t) is cupy.ndarray and type(e) is cupy.ndarray:
             spec = ck.vector_eligible(
                 _layout(c), _layout(t), _layout(e), _layout(z), self.vector_min_size
             )
             if spec is not None:
-                sm_count, threads_per_sm = _limits(device)
-                grid, block = ck.vector_launch(z.size, spec.lanes, sm_count, threads_per_sm)
+                grid, block = ck.vector_launch(z.size, spec.lanes)
                 vector_kernel(spec)((grid,), (block,), (c, t, e, z, np.int64(z.size)))
                 return
         elementwise_kernel(c.dtype.itemsize, z.dtype.itemsize)(c, t, e, z)
@@ -255,9 +365,86 @@ class CupyBackend(NumpyDtypes, Backend):
         raw = _VALUE_RAW[dtype.itemsize]
         cs = tuple(_raw_view(c, _COND_RAW[c.itemsize]) for c in conds)
         xs = tuple(_raw_view(x, raw) for x in (*choices, default))
-        spec = ck.select_cases_spec([c.itemsize for c in cs], dtype.itemsize)
-        kernel = family_kernel(spec)
-        return _into(shape, dtype, None, (), lambda z: kernel(*cs, *xs, z))
+        result = cupy.ndarray(shape, dtype=dtype)
+        if result.size == 0:
+            return result
+        z = _raw_view(result, raw)
+        if self.cases_vector_min_size <= result.size:
+            spec = ck.cases_vector_eligible(
+                [_layout(c) for c in cs], [_layout(x) for x in xs[:-1]], _layout(xs[-1]), _layout(z)
+            )
+            if spec is not None:
+                # the word kernel reads pointers only: the operands go as they are
+                grid, block = ck.vector_launch(result.size, spec.lanes)
+                cases_vector_kernel(spec)(
+                    (grid,), (block,), (*conds, *choices, default, result, np.int64(result.size))
+                )
+                return result
+        _cases_kernel(tuple(c.itemsize for c in cs), dtype.itemsize)(*cs, *xs, z)
+        return result
+
+
+def _raw_kernel(cache: dict[Any, Any], spec: ck.CasesVectorSpec | ck.StridedSpec) -> Any:
+    """The ``cupy.RawKernel`` of ``spec`` (``source`` and ``name``), created once into
+    ``cache``."""
+    kernel = cache.get(spec)
+    if kernel is None:
+        with _lock:
+            kernel = cache.get(spec)
+            if kernel is None:
+                kernel = cache[spec] = cupy.RawKernel(spec.source, spec.name)
+    return kernel
+
+
+def cases_vector_kernel(spec: ck.CasesVectorSpec) -> Any:
+    """The ``cupy.RawKernel`` of a ``select_cases`` word-kernel spec (created once)."""
+    return _raw_kernel(_cases_vector_kernels, spec)
+
+
+def strided_kernel(spec: ck.StridedSpec) -> Any:
+    """The ``cupy.RawKernel`` of a strided kernel's spec (created once, then cached)."""
+    return _raw_kernel(_strided_kernels, spec)
+
+
+def _launch_shape(grid_block: tuple[int, int]) -> tuple[tuple[int], tuple[int]]:
+    grid, block = grid_block
+    return (grid,), (block,)
+
+
+def _strided_params(
+    shape: tuple[int, ...], cond: Any, then: Any, else_: Any
+) -> tuple[np.int64, ...] | None:
+    """:func:`~.kernels.strided_params` for these arrays (``None``: a scalar), as the
+    ``long long`` kernel arguments."""
+    layouts = [
+        None if x is None else (tuple(x.shape), tuple(x.strides), int(x.itemsize))
+        for x in (cond, then, else_)
+    ]
+    params = ck.strided_params(shape, layouts)
+    return None if params is None else tuple(np.int64(p) for p in params)
+
+
+def _raw_scalar_converter(dtype: np.dtype[Any]) -> Callable[[Any], Any]:
+    """``value -> its bits`` as the NumPy scalar of the raw unsigned type of ``dtype``'s
+    size (how a kernel takes a scalar by value). NumPy's own scalar types convert
+    directly (the quick way); others (``ml_dtypes``) through a 0-d array."""
+    raw = _VALUE_RAW[dtype.itemsize]
+    scalar_type = dtype.type
+    if scalar_type.__module__ == "numpy":
+        return lambda value: scalar_type(value).view(raw)
+    return lambda value: np.asarray(value, dtype=dtype).view(raw)[()]
+
+
+def _cases_kernel(cond_itemsizes: tuple[int, ...], value_itemsize: int) -> Any:
+    """The ``select_cases`` kernel for these item sizes, its spec made once (its source
+    strings cost a small call more than the launch)."""
+    key = (cond_itemsizes, value_itemsize)
+    kernel = _cases_kernels.get(key)
+    if kernel is None:
+        kernel = family_kernel(ck.select_cases_spec(cond_itemsizes, value_itemsize))
+        with _lock:
+            _cases_kernels[key] = kernel
+    return kernel
 
 
 def _on_device(device: int, run: Callable[..., Any], *args: Any) -> Any:
@@ -323,10 +510,27 @@ def _into(
 def _raw_operand(x: Any, aligned: Shape | None, dtype: Any, raw: np.dtype[Any]) -> Any:
     """``x`` as its raw view (CuPy array) or raw NumPy scalar (Python scalar)."""
     if type(x) in (bool, int, float, complex):
+        if raw.itemsize == 16:
+            return _device_scalar(x, dtype)
         return np.asarray(x, dtype=dtype).view(raw)[()]
     if aligned is not None:
         x = x.reshape(aligned)
     return _raw_view(x, raw)
+
+
+def _device_scalar(value: Any, dtype: np.dtype[Any]) -> Any:
+    """A 0-d array of the 16-byte ``dtype`` holding ``value``, on the current device.
+
+    Its two 8-byte halves are filled as ``uint64`` (fill kernels on the current
+    stream: no host-to-device copy, no sync). CuPy passes a ``complex128``
+    scalar to a kernel as a number, and on an H200 (CuPy 14.2) that lost the
+    sign of a zero (``-0.0`` arrived as ``0.0``); integers keep every bit.
+    """
+    halves = np.asarray(value, dtype=dtype).reshape(1).view(np.uint64)
+    words = cupy.empty((len(halves),), dtype=np.uint64)
+    for k, half in enumerate(halves):
+        words[k : k + 1].fill(half)
+    return words.view(dtype).reshape(())
 
 
 def create(xp: ModuleType) -> CupyBackend:

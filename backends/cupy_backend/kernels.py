@@ -41,25 +41,33 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 __all__ = [
+    "CASES_VECTOR_MIN_SIZE",
     "COND_RAW_DTYPES",
     "C_TYPES",
+    "MAX_GRID",
     "NO_BAD_INDEX",
     "SELECT_CASES_MAX_CONDS",
     "SELECT_N_MAX_CASES",
+    "STRIDED_MAX_SIZE",
     "VALUE_RAW_DTYPES",
     "VECTOR_BLOCK",
     "VECTOR_MIN_SIZE",
     "ArrayLayout",
+    "CasesVectorSpec",
     "ElementwiseSpec",
     "FamilySpec",
+    "StridedSpec",
     "VectorSpec",
     "byte_bounds",
+    "cases_vector_eligible",
     "elementwise_spec",
     "index_check_spec",
     "is_c_contiguous",
     "overlap",
     "select_cases_spec",
     "select_n_spec",
+    "strided_params",
+    "strided_spec",
     "vector_eligible",
     "vector_launch",
     "vector_spec",
@@ -86,12 +94,13 @@ C_TYPES: Final[dict[str, str]] = {
 
 #: Threads per block of the vectorized kernel.
 VECTOR_BLOCK: Final = 256
-#: Smallest element count for which the vectorized kernel is used. Not tuned on
-#: a GPU yet (no measurement in the session that wrote it): below about a million
-#: elements a launch is dominated by fixed costs either way.
-VECTOR_MIN_SIZE: Final = 1 << 20
-#: Threads an SM can hold when the device does not say (sm_80 and sm_90: 2048).
-DEFAULT_THREADS_PER_SM: Final = 2048
+#: Smallest element count for which the vectorized kernel is used: every size.
+#: Besides moving 16-byte words, its launch (a ``RawKernel`` given the operands'
+#: pointers) costs the host less than an ``ElementwiseKernel``'s, which is what a
+#: small call's time is (``asv_benchmarks/gpu_bench.py`` compares the two kernels).
+VECTOR_MIN_SIZE: Final = 1
+#: Most blocks in a grid's x dimension (CUDA's limit from compute capability 3.0).
+MAX_GRID: Final = (1 << 31) - 1
 
 _COND_KINDS: Final = ("b", "i", "u")
 
@@ -277,33 +286,26 @@ def vector_spec(cond_itemsize: int, value_itemsize: int) -> VectorSpec | None:
     )
 
 
-def vector_launch(
-    n: int,
-    lanes: int,
-    sm_count: int,
-    threads_per_sm: int = DEFAULT_THREADS_PER_SM,
-    block: int = VECTOR_BLOCK,
-) -> tuple[int, int]:
+def vector_launch(n: int, lanes: int, block: int = VECTOR_BLOCK) -> tuple[int, int]:
     """Grid and block size for the vectorized kernel over ``n`` elements.
 
-    One thread per 16-byte word, but no more blocks than the device holds at once
-    (``sm_count * threads_per_sm // block``): the kernel loops with a grid stride,
-    so one full wave of resident threads covers any size. The tail (fewer than
-    ``lanes`` elements) is handled by the first block's first threads.
+    One thread per 16-byte word: measured on an H200 at 2**28 float32, this moved
+    more bytes per second than any grid capped at 1, 2 or 4 waves of resident
+    blocks (with the kernel's grid-stride loop) or unrolled variants
+    (``asv_benchmarks/gpu_bench.py``'s tuning rows; ``docs/gpu.md``). The
+    kernel keeps its grid-stride loop, so a grid capped at CUDA's limit
+    (:data:`MAX_GRID`) still covers any size. The tail (fewer than ``lanes``
+    elements) is handled by the first block's first threads.
 
     Returns
     -------
     grid, block
         Both at least 1; ``block >= lanes``.
     """
-    if n < 0 or lanes < 1 or sm_count < 1 or block < 16 or block < lanes:
-        raise ValueError(
-            f"bad launch request: n={n}, lanes={lanes}, sm_count={sm_count}, block={block}"
-        )
+    if n < 0 or lanes < 1 or block < 16 or block < lanes:
+        raise ValueError(f"bad launch request: n={n}, lanes={lanes}, block={block}")
     words = n // lanes
-    wanted = max(1, -(-words // block))
-    resident = max(1, sm_count * max(1, threads_per_sm // block))
-    return min(wanted, resident), block
+    return min(MAX_GRID, max(1, -(-words // block))), block
 
 
 @dataclass(frozen=True, slots=True)
@@ -569,8 +571,8 @@ def select_cases_spec(cond_itemsizes: Sequence[int], value_itemsize: int) -> Fam
     with ``!= 0`` (booleans and every integer dtype, no cast pass); the choices,
     the default and the output as the raw unsigned view of ``value_itemsize``
     bytes. The first true condition's choice is stored, the default where none
-    is: an ``if``/``else`` chain, so a thread reads conditions only up to its
-    first true one, and one value.
+    is: every condition is read (all loads issued at once), then an
+    ``if``/``else`` chain picks one value, the only one loaded.
 
     Raises
     ------
@@ -588,8 +590,13 @@ def select_cases_spec(cond_itemsizes: Sequence[int], value_itemsize: int) -> Fam
     raw = _value_raw(value_itemsize)
     conds = ", ".join(f"{COND_RAW_DTYPES[s]} c{k}" for k, s in enumerate(cond_itemsizes))
     choices = ", ".join(f"{raw} x{k}" for k in range(n))
-    chain = [f"if (c{k} != 0) z = x{k};" for k in range(n)]
-    operation = "\nelse ".join([*chain, "z = d;"])
+    # Every condition is loaded first, unconditionally, so the loads are independent
+    # and can go out together; then one value is loaded: the chosen one. (On an H200,
+    # 4 conditions of 2**26 ran at 39% of the copy bandwidth this way or as a chain of
+    # dependent loads alike; large same-shape calls take CasesVectorSpec's kernel.)
+    tests = [f"const bool b{k} = c{k} != 0;" for k in range(n)]
+    chain = [f"if (b{k}) z = x{k};" for k in range(n)]
+    operation = "\n".join(tests) + "\n" + "\nelse ".join([*chain, "z = d;"])
     sizes = "".join(str(s) for s in cond_itemsizes)
     return FamilySpec(
         name=f"arrayselect_select_cases{n}_c{sizes}_v{value_itemsize}",
@@ -598,3 +605,292 @@ def select_cases_spec(cond_itemsizes: Sequence[int], value_itemsize: int) -> Fam
         operation=operation,
         checked=False,
     )
+
+
+# ------------------------------------------------------------------ the strided kernel
+
+#: Largest output for which the backend's cached calls use the strided kernel. Its
+#: launch costs the host less than an ``ElementwiseKernel``'s, which decides a small
+#: call; but its per-element index arithmetic made it slower on the GPU at 2**26
+#: elements (an H200: 1.08x to 1.23x ``cupy.where`` on the broadcast patterns,
+#: where the element-wise kernel was 1.02x to 1.10x), so larger outputs keep the
+#: element-wise kernel (``docs/gpu.md``).
+STRIDED_MAX_SIZE: Final = 1 << 22
+
+#: ``then``/``else`` of a :class:`StridedSpec`: an array (read through strides) or a
+#: scalar passed by value.
+OperandKind = Literal["array", "scalar"]
+
+
+@dataclass(frozen=True, slots=True)
+class StridedSpec:
+    """A ``cupy.RawKernel`` for broadcast and strided operands of at most two
+    dimensions (after merging), written into a new C-contiguous output.
+
+    Its launch costs the host less than an ``ElementwiseKernel``'s (no argument
+    inspection, no indexer), which is what a small call's time is. Each thread
+    finds its output element's row and column and reads ``cond[r * cs0 + k * cs1]``
+    and then the chosen value (strides in elements, 0 where an operand broadcasts).
+
+    Attributes
+    ----------
+    cond_itemsize, value_itemsize
+        1, 2, 4 or 8 bytes (16-byte values use the element-wise kernel).
+    then_kind, else_kind
+        Whether each value operand is an array or a scalar passed by value (its
+        raw bits, as the unsigned integer of ``value_itemsize``).
+    """
+
+    cond_itemsize: int
+    value_itemsize: int
+    then_kind: OperandKind
+    else_kind: OperandKind
+
+    @property
+    def name(self) -> str:
+        """Kernel name (``extern "C"``)."""
+        kinds = "".join(k[0] for k in (self.then_kind, self.else_kind))
+        return f"arrayselect_select_strided_c{self.cond_itemsize}_v{self.value_itemsize}_{kinds}"
+
+    @property
+    def source(self) -> str:
+        """CUDA source. Signature: ``(c, x, y, z, n, cols, cs0, cs1, xs0, xs1, ys0, ys1)``
+        with ``x``/``y`` pointers or values, ``n`` the element count, ``cols`` the
+        inner extent and the strides in elements (``long long``); ``z`` is
+        C-contiguous and overlaps no input.
+        """
+        ct = C_TYPES[COND_RAW_DTYPES[self.cond_itemsize]]
+        vt = C_TYPES[VALUE_RAW_DTYPES[self.value_itemsize]]
+
+        def operand(name: str, kind: OperandKind) -> tuple[str, str]:
+            if kind == "scalar":
+                return f"const {vt} {name}", name
+            return f"const {vt}* {name}", f"{name}[r * {name}s0 + k * {name}s1]"
+
+        x_decl, x_val = operand("x", self.then_kind)
+        y_decl, y_val = operand("y", self.else_kind)
+        return f"""\
+extern "C" __global__ void {self.name}(
+    const {ct}* c, {x_decl}, {y_decl}, {vt}* z, long long n, long long cols,
+    long long cs0, long long cs1, long long xs0, long long xs1, long long ys0, long long ys1)
+{{
+    const long long step = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {{
+        long long r, k;
+        if (n <= 0xFFFFFFFFLL) {{  /* 32-bit division where it suffices: far cheaper */
+            const unsigned int ui = (unsigned int)i, uc = (unsigned int)cols;
+            r = ui / uc;
+            k = ui - (unsigned int)r * uc;
+        }} else {{
+            r = i / cols;
+            k = i - r * cols;
+        }}
+        z[i] = c[r * cs0 + k * cs1] != 0 ? {x_val} : {y_val};
+    }}
+}}
+"""
+
+
+def strided_spec(
+    cond_itemsize: int, value_itemsize: int, then_kind: OperandKind, else_kind: OperandKind
+) -> StridedSpec | None:
+    """The strided kernel for these operands, or ``None`` (16-byte values, both values
+    scalars, or an item size without a raw type)."""
+    if cond_itemsize not in COND_RAW_DTYPES or value_itemsize not in (1, 2, 4, 8):
+        return None
+    if then_kind == else_kind == "scalar":
+        return None
+    return StridedSpec(cond_itemsize, value_itemsize, then_kind, else_kind)
+
+
+#: An operand's layout for :func:`strided_params`: ``(shape, strides in bytes,
+#: itemsize)``, or ``None`` for a scalar.
+Operand = tuple[tuple[int, ...], tuple[int, ...], int] | None
+
+
+def strided_params(out_shape: Sequence[int], operands: Sequence[Operand]) -> tuple[int, ...] | None:
+    """``(cols, cs0, cs1, xs0, xs1, ys0, ys1)`` for the strided kernel, or ``None``.
+
+    ``operands`` are ``cond``, ``then``, ``else`` broadcasting to ``out_shape``
+    by NumPy rules (right-aligned). Each one's strides are taken in elements
+    (0 where it broadcasts, 0 throughout for a scalar); output dimensions of
+    size 1 are dropped and neighbours merged where every operand steps through
+    them as through one. ``None`` when more than two dimensions remain, a
+    stride is not a multiple of the item size, or an operand does not broadcast.
+    """
+    ndim = len(out_shape)
+    per_operand: list[list[int]] = []
+    for op in operands:
+        if op is None:
+            per_operand.append([0] * ndim)
+            continue
+        shape, strides, itemsize = op
+        pad = ndim - len(shape)
+        if pad < 0:
+            return None
+        row = [0] * ndim
+        for i in range(pad, ndim):
+            size, stride = shape[i - pad], strides[i - pad]
+            if size == 1:
+                continue
+            if size != out_shape[i] or stride % itemsize:
+                return None
+            row[i] = stride // itemsize
+        per_operand.append(row)
+    dims: list[tuple[int, list[int]]] = []
+    for i, size in enumerate(out_shape):
+        if size == 1:
+            continue
+        steps = [row[i] for row in per_operand]
+        if dims and all(p == s * size for p, s in zip(dims[-1][1], steps, strict=True)):
+            dims[-1] = (dims[-1][0] * size, steps)
+        else:
+            dims.append((size, steps))
+    if len(dims) > 2:
+        return None
+    while len(dims) < 2:
+        dims.insert(0, (1, [0] * len(per_operand)))
+    (_, outer), (cols, inner) = dims
+    return (cols, *(s for pair in zip(outer, inner, strict=True) for s in pair))
+
+
+# ------------------------------------------------------------------ select_cases in words
+
+
+@dataclass(frozen=True, slots=True)
+class CasesVectorSpec:
+    """A ``cupy.RawKernel`` for ``select_cases`` on C-contiguous operands of the
+    output's shape: 1-byte conditions, values of 1, 2, 4 or 8 bytes, a one-element
+    default. Each thread takes one 16-byte word of every choice it needs and of the
+    output, and the matching word of every condition (all loaded first).
+
+    Attributes
+    ----------
+    n_conds
+        Number of conditions (and choices).
+    value_itemsize
+        1, 2, 4 or 8.
+    """
+
+    n_conds: int
+    value_itemsize: int
+
+    @property
+    def lanes(self) -> int:
+        """Elements per 16-byte word."""
+        return 16 // self.value_itemsize
+
+    @property
+    def name(self) -> str:
+        """Kernel name (``extern "C"``)."""
+        return f"arrayselect_select_cases_vec{self.n_conds}_v{self.value_itemsize}"
+
+    @property
+    def source(self) -> str:
+        """CUDA source. Signature: ``(c0 .. c{N-1}, x0 .. x{N-1}, d, z, n)``: condition
+        words, choice words (``uint4``), the default's element, the output words,
+        the element count. A choice's word is loaded only if one of its lanes is
+        taken from it."""
+        n, lanes = self.n_conds, self.lanes
+        vt = C_TYPES[VALUE_RAW_DTYPES[self.value_itemsize]]
+        cw = _COND_WORD_CTYPES[lanes]
+        conds = ", ".join(f"const {cw}* c{k}" for k in range(n))
+        choices = ", ".join(f"const uint4* x{k}" for k in range(n))
+        load_conds = "\n".join(f"        cb[{k}].w = c{k}[i];" for k in range(n))
+        tail_conds = "\n".join(  # the last assignment wins: the first true condition
+            f"        if (((const unsigned char*)c{k})[j] != 0) z_tail = ((const {vt}*)x{k})[j];"
+            for k in reversed(range(n))
+        )
+        return f"""\
+extern "C" __global__ void {self.name}(
+    {conds},
+    {choices},
+    const {vt}* d, uint4* z, long long n)
+{{
+    union value_word {{ uint4 w; {vt} e[{lanes}]; }};
+    union cond_word {{ {cw} w; unsigned char b[{lanes}]; }};
+    const {vt} dv = d[0];
+    const long long n_words = n / {lanes};
+    const long long start = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const long long step = (long long)gridDim.x * blockDim.x;
+    for (long long i = start; i < n_words; i += step) {{
+        cond_word cb[{n}];
+{load_conds}
+        /* which choice each lane takes: the first true condition, {n} for none */
+        int pick[{lanes}];
+#pragma unroll
+        for (int e = 0; e < {lanes}; ++e) {{
+            pick[e] = {n};
+#pragma unroll
+            for (int k = {n} - 1; k >= 0; --k) {{
+                if (cb[k].b[e] != 0) pick[e] = k;
+            }}
+        }}
+        value_word r;
+#pragma unroll
+        for (int e = 0; e < {lanes}; ++e) r.e[e] = dv;
+        const uint4* xs[{n}] = {{{", ".join(f"x{k}" for k in range(n))}}};
+#pragma unroll
+        for (int k = 0; k < {n}; ++k) {{
+            bool used = false;
+#pragma unroll
+            for (int e = 0; e < {lanes}; ++e) used |= pick[e] == k;
+            if (used) {{
+                value_word v;
+                v.w = xs[k][i];
+#pragma unroll
+                for (int e = 0; e < {lanes}; ++e) {{
+                    if (pick[e] == k) r.e[e] = v.e[e];
+                }}
+            }}
+        }}
+        z[i] = r.w;
+    }}
+    /* The last n % {lanes} elements: one per thread of the first block. */
+    const long long tail = n - n_words * {lanes};
+    if (start < tail) {{
+        const long long j = n_words * {lanes} + start;
+        {vt} z_tail = dv;
+{tail_conds}
+        (({vt}*)z)[j] = z_tail;
+    }}
+}}
+"""
+
+
+#: Smallest output for which ``select_cases`` uses its word kernel. Deciding it (a
+#: layout per operand) and launching it cost the host about 85 µs more than the
+#: element-wise kernel's launch (an H200: 4 conditions, 2**16 elements, 137 µs
+#: against 50 µs a call), which the faster kernel repays from about 2**23 elements
+#: (2**24: 177 µs against 267 µs; 2**26: 404 µs against 976 µs).
+CASES_VECTOR_MIN_SIZE: Final = 1 << 24
+
+
+def cases_vector_eligible(
+    conds: Sequence[ArrayLayout],
+    choices: Sequence[ArrayLayout],
+    default: ArrayLayout,
+    out: ArrayLayout,
+) -> CasesVectorSpec | None:
+    """The word kernel for this ``select_cases``, or ``None`` (use the element-wise one).
+
+    Eligible when the conditions are 1-byte, the values (choices, default, output)
+    of one item size of 1, 2, 4 or 8 bytes, the default has one element, every
+    condition and choice and the output is C-contiguous with the output's shape,
+    the values' pointers are 16-byte aligned and the conditions' aligned to their
+    word, and the output (new, from the backend) overlaps nothing.
+    """
+    size = out.itemsize
+    if out.size == 0 or size not in (1, 2, 4, 8) or default.size != 1:
+        return None
+    if default.itemsize != size or not 1 <= len(conds) == len(choices) <= SELECT_CASES_MAX_CONDS:
+        return None
+    lanes = 16 // size
+    for a in (*conds, *choices):
+        if a.shape != out.shape or not is_c_contiguous(a.shape, a.strides, a.itemsize):
+            return None
+    if any(c.itemsize != 1 or c.ptr % lanes for c in conds):
+        return None
+    if any(x.itemsize != size or x.ptr % 16 for x in choices) or out.ptr % 16:
+        return None
+    return CasesVectorSpec(len(conds), size)

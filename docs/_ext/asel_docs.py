@@ -22,6 +22,8 @@ file                                   made from
 ``where_speed.md``, ``torch_speed.md``  ``speed_tables.py``: ``where`` against each
                                        library's ``where``, the PyTorch backend against
                                        ``torch.where``, measured in the build
+``gpu_perf.md``                        ``gpu_results.py``: the GPU figures recorded in
+                                       ``docs/_data/gpu_results.json``
 =====================================  =================================================
 """
 
@@ -38,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import capabilities
+import gpu_results
 import mode_diagrams
 import numpy as np
 import perf_data
@@ -249,6 +252,7 @@ def generate(app: Any) -> None:
     _write("perf.md", report)
     _write("where_speed.md", speed_tables.where_table())
     _write("torch_speed.md", speed_tables.torch_table())
+    _write("gpu_perf.md", gpu_results.section())
 
 
 def optdoc_role(

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import sys
 from collections.abc import Callable, Sequence
 from types import ModuleType
@@ -156,7 +157,25 @@ def unsupported_layout(x: Any) -> tuple[str, str] | None:
 #: each torch op they spin for a while, and a split on the kernel's own threads would
 #: compete with them for the cores (see docs/torch.md).
 OPENMP, OPENMP_MISSING = torch_native.openmp_parallel()
+# GNU libgomp's threads do not survive fork: a forked child's next parallel region
+# waits for them forever. The kernel must not be what leaves such threads behind, so
+# it splits on them only where they can be let go before a fork (_guard_forks).
+_RELEASE_OPENMP = torch_native.openmp_release() if OPENMP else None
+if OPENMP and (_RELEASE_OPENMP is None or not hasattr(os, "register_at_fork")):
+    OPENMP, OPENMP_MISSING = 0, "its OpenMP runtime has no omp_pause_resource_all (fork guard)"
 set_openmp(OPENMP)
+_fork_guarded = [False]
+
+
+def _guard_forks() -> None:
+    """At the first kernel call (which may start torch's OpenMP threads): from now on,
+    let the forking thread's OpenMP threads go before each ``os.fork``, so that a
+    child has none to wait for. Nothing is registered before then: importing
+    arrayselect, or calling it on ``torch.where``'s route only, changes nothing.
+    """
+    _fork_guarded[0] = True
+    if _RELEASE_OPENMP is not None:
+        os.register_at_fork(before=_RELEASE_OPENMP)
 
 # Dynamo is imported by torch.compile (a second of imports): registered then.
 on_import("torch._dynamo", allow_in_graph)
@@ -374,6 +393,8 @@ class TorchBackend(Backend):
             _kernel_view(torch.tensor(x, dtype=dtype) if type(x) in PYTHON_SCALARS else x)
             for x in (then, else_)
         ]
+        if not _fork_guarded[0]:
+            _guard_forks()
         threads = get_num_threads()
         if not num_threads_chosen():
             threads = min(threads, torch.get_num_threads())

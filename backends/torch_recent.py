@@ -32,7 +32,6 @@ signature, and anything a check cannot read goes to the cache.
 from __future__ import annotations
 
 import ctypes
-import warnings
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
@@ -88,9 +87,19 @@ def _torch_version() -> str:
 
 
 def _nested_probe() -> Any:
-    with warnings.catch_warnings():  # "prototype stage"
-        warnings.simplefilter("ignore")
-        return torch.nested.nested_tensor([torch.zeros(2), torch.zeros(3)])
+    """A nested tensor of two rows (2 and 3 elements), or ``None`` where this torch
+    cannot make one without running a CPU op.
+
+    A view of a buffer, made without computing anything: ``torch.nested.nested_tensor``
+    copies its rows with a parallel op, which would start torch's OpenMP threads at
+    import, and GNU libgomp's threads do not survive ``fork`` (a child's next parallel
+    op waits for them forever).
+    """
+    make = getattr(torch, "_nested_view_from_buffer", None)
+    if make is None:
+        return None
+    sizes, strides = torch.tensor([[2], [3]]), torch.tensor([[1], [1]])
+    return make(torch.zeros(5), sizes, strides, torch.tensor([0, 2]))
 
 
 def probe_tensors(dtypes: Iterable[Any], devices: Iterable[str] = ("cpu", "meta")) -> list[Any]:
@@ -177,7 +186,10 @@ def _verify_fields(check: Any, probes: list[Any]) -> str | None:
         for y, ry in zip(probes, readings, strict=True):
             if rx is not None and ry is not None and (rx == ry) != same_key(x, y):
                 return f"it disagrees with torch on {x!r} and {y!r}"
-    if check.read(_nested_probe()) is not None:
+    nested = _nested_probe()
+    if nested is None:
+        return "this torch has no torch._nested_view_from_buffer to make a nested probe with"
+    if check.read(nested) is not None:
         return "it reads a nested tensor (whose sizes torch refuses)"
     return None
 

@@ -178,6 +178,7 @@ def _guard_forks() -> None:
     if _RELEASE_OPENMP is not None:
         os.register_at_fork(before=_RELEASE_OPENMP)
 
+
 # Dynamo is imported by torch.compile (a second of imports): registered then.
 on_import("torch._dynamo", allow_in_graph)
 
@@ -273,7 +274,7 @@ def _on_kernel(x: Any) -> bool:
 # the level's counter, -1 outside any. Where this torch has no such counter, every
 # call is taken as possibly carrying tangents (torch.where's route).
 _forward_ad: Any = torch.autograd.forward_ad
-_profiler_enabled: Callable[[], bool] = torch.autograd._profiler_enabled
+_profiler_enabled: Callable[[], bool] = _C._autograd._profiler_enabled
 _increment_version: Callable[[Any], None] = torch.autograd.graph.increment_version
 
 
@@ -491,7 +492,9 @@ class TorchBackend(Backend):
         a tensor torch allocates with ``torch.where``'s layout."""
         result = out
         if out is None:
-            result = _empty(plan.out_shape, _result_strides(cond, then, else_, plan, cond_bool), dtype)
+            result = _empty(
+                plan.out_shape, _result_strides(cond, then, else_, plan, cond_bool), dtype
+            )
         values = [
             _kernel_view(torch.tensor(x, dtype=dtype) if type(x) in PYTHON_SCALARS else x)
             for x in (then, else_)

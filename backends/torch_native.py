@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import ctypes
 import functools
-from collections.abc import Callable
 import glob
 import os
+from collections.abc import Callable
 
 import torch
 

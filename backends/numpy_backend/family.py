@@ -89,7 +89,12 @@ def select_n(
     out_shape: tuple[int, ...] = shape  # type: ignore[assignment]  # NumPy: no unknown sizes
     if HAVE_KERNEL:
         # The kernel finds a bad index in its pass, but may have written part of out.
-        if out is not None and not scratch and which.dtype != np.bool_ and _any_out_of_range(which, n):
+        if (
+            out is not None
+            and not scratch
+            and which.dtype != np.bool_
+            and _any_out_of_range(which, n)
+        ):
             raise index_error(_first_bad(which, n), n)
         try:
             return _kernel_select_n(

@@ -53,8 +53,8 @@ __all__ = [
 
 #: Torch versions (major.minor) on which each design may be used; on any other it is
 #: not, whatever the probes say.
-FIELDS_VERIFIED_ON = ("2.13",)
-GUARDS_VERIFIED_ON = ("2.13",)
+FIELDS_VERIFIED_ON = ("2.13", "2.14", "2.15")
+GUARDS_VERIFIED_ON = ("2.13", "2.14", "2.15")
 
 
 FastPathCall = Callable[[Any, Any, Any, Any, Any, Any, Any], Any]
@@ -194,6 +194,28 @@ def _verify_fields(check: Any, probes: list[Any]) -> str | None:
     return None
 
 
+def _handle_mismatch(offset: int, probes: list[Any]) -> str | None:
+    """``None`` if, in every plain probe tensor, the word at ``offset`` is the address
+    of its ``TensorImpl`` as torch itself reports it (``Tensor._cdata``): there is
+    the ``at::Tensor`` the readers are given (its one member is that pointer), else
+    what was found instead.
+
+    The word lies inside the object (its size was checked), so reading it cannot
+    fault; nothing read is followed as a pointer until it has matched on every
+    probe, so an unknown torch that moved its fields is refused, not crashed.
+    """
+    for x in probes:
+        if type(x) is not torch.Tensor:
+            continue
+        word = ctypes.c_void_p.from_address(id(x) + offset).value or 0
+        if word != x._cdata:
+            return (
+                f"the word at offset {offset} of a tensor object is {word:#x}, "
+                f"not its TensorImpl's address {x._cdata:#x}"
+            )
+    return None
+
+
 def _load_fields(probes: list[Any]) -> tuple[Maker | None, str | None]:
     """A maker of the ``"fields"`` check, or ``None`` and why it is not used."""
     if _torch_version() not in FIELDS_VERIFIED_ON:
@@ -206,6 +228,9 @@ def _load_fields(probes: list[Any]) -> tuple[Maker | None, str | None]:
             f"torch's tensor object is {torch._C.TensorBase.__basicsize__} bytes, "
             f"not the {expected} of the layout it was checked on"
         )
+    why = _handle_mismatch(offset, probes)
+    if why is not None:  # no reader has been given a handle yet
+        return None, why
     try:
         from arrayselect.backends._torch_fields import RecentCalls
 

@@ -41,6 +41,7 @@ from typing import Any
 import torch
 from arrayselect.backends import torch_backend
 from arrayselect.backends.numpy_backend.kernel import kernel_select
+from arrayselect.backends.torch_backend.counting import CountingBackend
 
 import arrayselect as asel
 
@@ -148,17 +149,6 @@ def _signature_rows(repeats: int) -> list[tuple[str, float, float, str]]:
     return rows
 
 
-class _CountingBackend:
-    """A torch.compile backend that counts the graphs it receives (each one a trace)."""
-
-    def __init__(self) -> None:
-        self.graphs = 0
-
-    def __call__(self, gm: Any, example_inputs: Any) -> Any:
-        self.graphs += 1
-        return gm.forward
-
-
 def _graph_counts() -> list[tuple[str, int, int]]:
     """Graphs Dynamo hands a counting backend, for select and for torch.where."""
     sizes = (2, 3, 5, 7, 9, 17, 33)
@@ -180,7 +170,7 @@ def _graph_counts() -> list[tuple[str, int, int]]:
         graphs = []
         for fn in (asel.select, torch.where):
             torch._dynamo.reset()
-            counter = _CountingBackend()
+            counter = CountingBackend()
             compiled = torch.compile(lambda c, a, b, fn=fn: fn(c, a, b), backend=counter, **options)
             for call in calls:
                 compiled(*call)

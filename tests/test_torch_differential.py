@@ -264,7 +264,7 @@ def _random_layout(g: Any, shape: tuple[int, ...], dtype: Any = torch.float32) -
 
 
 def test_layout_rule_matches_torch_where_on_random_layouts() -> None:
-    from arrayselect.backends import torch_layout
+    from arrayselect.backends.torch_backend import layout as torch_layout
 
     g = torch.Generator().manual_seed(0)
     shapes = [(3, 4, 5), (2, 1, 3), (4, 4), (1, 5, 1, 2), (2, 3, 2, 2)]

@@ -27,11 +27,11 @@ Each validated call takes one of two routes:
 Validation is the core's, on the general path and on the fast path
 (:class:`~arrayselect.plugin.SignatureCache`, keyed by shape, dtype, device and
 layout, with a check of the last two signatures in front of it:
-:mod:`~arrayselect.backends.torch_recent`). Large kernel calls are split on the
+:mod:`.recent`). Large kernel calls are split on the
 threads of the OpenMP runtime torch itself runs on (see ``docs/torch.md``). Under
 ``torch.compile`` the fast path steps aside: a call on three tensors is one call in
 Dynamo's graph, which it does not trace into, and any other call takes the general
-path, which it traces without a graph break (:mod:`~arrayselect.backends.torch_dynamo`).
+path, which it traces without a graph break (:mod:`.dynamo`).
 """
 
 from __future__ import annotations
@@ -48,11 +48,9 @@ from typing import Any
 import array_api_compat.torch as _compat_torch
 import numpy as np
 import torch
-from arrayselect.backends import torch_layout, torch_native, torch_recent
 from arrayselect.backends.numpy_backend.family import select_cases as numpy_select_cases
 from arrayselect.backends.numpy_backend.family import select_n as numpy_select_n
 from arrayselect.backends.numpy_backend.kernel import KERNEL_MISSING, kernel_select, set_openmp
-from arrayselect.backends.torch_dynamo import allow_in_graph, trace_as, traced_fast_path
 
 from arrayselect.plugin import (
     PYTHON_SCALARS,
@@ -69,6 +67,11 @@ from arrayselect.plugin import (
     on_import,
     register_cache,
 )
+
+from . import layout as torch_layout
+from . import native as torch_native
+from . import recent as torch_recent
+from .dynamo import allow_in_graph, trace_as, traced_fast_path
 
 __all__ = [
     "KERNEL_MIN_SIZE",
@@ -185,7 +188,7 @@ on_import("torch._dynamo", allow_in_graph)
 #: The dtypes the recent-call checks are verified on (every dtype the backend serves).
 RECENT_CHECKED_DTYPES = tuple(_KINDS)
 #: The recent-call check's designs, verified on this torch (see
-#: :mod:`~arrayselect.backends.torch_recent`): design -> (maker, None) or (None, why not).
+#: :mod:`.recent`): design -> (maker, None) or (None, why not).
 RECENT_CHECKS = torch_recent.load_designs(RECENT_CHECKED_DTYPES)
 #: The design a new backend's fast path uses: the first verified, or ``None`` (the
 #: signature cache alone).

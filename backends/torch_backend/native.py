@@ -5,7 +5,7 @@ libraries torch has loaded, through ``ctypes``.
 
 * :func:`aoti_readers`: the C functions libtorch exports for AOTInductor that read
   a tensor's dtype, device, layout and sizes (``aoti_torch_get_*``), for the
-  recent-call check (:mod:`~arrayselect.backends.torch_recent`, which verifies them).
+  recent-call check (:mod:`.recent`, which verifies them).
 * :func:`openmp_parallel`: ``GOMP_parallel`` of the OpenMP runtime torch's CPU ops
   run on, for the kernel (:func:`~arrayselect.backends.numpy_backend.kernel.set_openmp`).
 * :func:`openmp_release`: that runtime's ``omp_pause_resource_all``, which lets the

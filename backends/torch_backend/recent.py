@@ -8,7 +8,7 @@ it, and reads the three tensors faster than the getters can. Two designs, the fi
 that :func:`load_designs` verifies is used:
 
 ``"fields"``
-    :class:`arrayselect.backends._torch_fields.RecentCalls` (C) reads each tensor
+    :class:`arrayselect.backends.torch_backend._fields.RecentCalls` (C) reads each tensor
     through the C functions libtorch exports for AOTInductor
     (``aoti_torch_get_dtype``, ``..._get_device_type``, ``..._get_device_index``,
     ``..._get_layout``, ``..._get_dim``, ``..._get_sizes``: ``extern "C"``, a few
@@ -36,7 +36,8 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 import torch
-from arrayselect.backends import torch_native
+
+from . import native as torch_native
 
 __all__ = [
     "FIELDS_VERIFIED_ON",
@@ -232,7 +233,7 @@ def _load_fields(probes: list[Any]) -> tuple[Maker | None, str | None]:
     if why is not None:  # no reader has been given a handle yet
         return None, why
     try:
-        from arrayselect.backends._torch_fields import RecentCalls
+        from ._fields import RecentCalls
 
         readers = torch_native.aoti_readers()
 

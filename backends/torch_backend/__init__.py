@@ -454,13 +454,36 @@ class TorchBackend(Backend):
         cond_bool: bool,
         out: Any,
     ) -> Any:
-        """A validated call, by the route the module docstring describes."""
-        if self._kernel_eligible(math.prod(plan.out_shape), (cond, then, else_, out)):  # type: ignore[arg-type]
-            if _profiler_enabled():
-                with torch.profiler.record_function("arrayselect::select"):
-                    return self._kernel(cond, then, else_, plan, dtype, cond_bool, out)
-            return self._kernel(cond, then, else_, plan, dtype, cond_bool, out)
-        return _compose(cond, then, else_, plan.aligned, cond_bool, out)
+        """A validated call, by the route the module docstring describes: torch ops,
+        or the kernel on the tensors' memory, into ``out`` or a tensor torch allocates
+        with ``torch.where``'s layout."""
+        if not self._kernel_eligible(math.prod(plan.out_shape), (cond, then, else_, out)):  # type: ignore[arg-type]
+            return _compose(cond, then, else_, plan.aligned, cond_bool, out)
+        result = out
+        if out is None:
+            strides = _result_strides(cond, then, else_, plan, cond_bool)
+            result = _empty(plan.out_shape, strides, dtype)
+        values = [
+            _kernel_view(torch.tensor(x, dtype=dtype) if type(x) in PYTHON_SCALARS else x)
+            for x in (then, else_)
+        ]
+        if not _fork_guarded[0]:
+            _guard_forks()
+        threads = get_num_threads()
+        if not num_threads_chosen():
+            threads = min(threads, torch.get_num_threads())
+        with self._profiled("arrayselect::select"):
+            kernel_select(
+                _kernel_view(cond),
+                values[0],
+                values[1],
+                _kernel_view(result),
+                plan.out_shape,
+                *plan.dims,
+                threads,
+                True,  # on torch's OpenMP threads, where OPENMP has them
+            )
+        return result if out is None else _written(out)
 
     def _kernel_eligible(self, size: int, operands: tuple[Any, ...]) -> bool:
         """Whether a call of ``size`` elements on ``operands`` (``None`` and Python
@@ -480,44 +503,6 @@ class TorchBackend(Backend):
                 _on_kernel(x) for x in operands if x is not None and type(x) not in PYTHON_SCALARS
             )
         )
-
-    def _kernel(
-        self,
-        cond: Any,
-        then: Any,
-        else_: Any,
-        plan: SelectPlan,
-        dtype: Any,
-        cond_bool: bool,
-        out: Any,
-    ) -> Any:
-        """The call on the compiled kernel, on the tensors' memory, into ``out`` or
-        a tensor torch allocates with ``torch.where``'s layout."""
-        result = out
-        if out is None:
-            result = _empty(
-                plan.out_shape, _result_strides(cond, then, else_, plan, cond_bool), dtype
-            )
-        values = [
-            _kernel_view(torch.tensor(x, dtype=dtype) if type(x) in PYTHON_SCALARS else x)
-            for x in (then, else_)
-        ]
-        if not _fork_guarded[0]:
-            _guard_forks()
-        threads = get_num_threads()
-        if not num_threads_chosen():
-            threads = min(threads, torch.get_num_threads())
-        kernel_select(
-            _kernel_view(cond),
-            values[0],
-            values[1],
-            _kernel_view(result),
-            plan.out_shape,
-            *plan.dims,
-            threads,
-            True,  # on torch's OpenMP threads, where OPENMP has them
-        )
-        return result if out is None else _written(out)
 
     # -- the fast path -----------------------------------------------------------
 

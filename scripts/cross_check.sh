@@ -118,7 +118,9 @@ compile_extensions() {
   done
   for ext in "${!SINGLE[@]}"; do
     mkdir -p "$EXT_DIR/$ext"
-    "${cc[@]}" "${CFLAGS[@]}" "${INCLUDES[@]}" -c "${SINGLE[$ext]}" -o "$EXT_DIR/$ext/_$ext.o"
+    # -I: _vectorcall_type.h, the type boilerplate both share
+    "${cc[@]}" "${CFLAGS[@]}" "${INCLUDES[@]}" -Isrc/arrayselect -c "${SINGLE[$ext]}" \
+      -o "$EXT_DIR/$ext/_$ext.o"
   done
 }
 

@@ -2,7 +2,7 @@
 
 * ``arrayselect._fastcall``: the hit path of the core's fast-path protocol;
 * ``arrayselect.backends.numpy_backend._select_kernel``: the NumPy backend's kernel;
-* ``arrayselect.backends._torch_fields``: the torch backend's recent-call check
+* ``arrayselect.backends.torch_backend._fields``: the torch backend's recent-call check
   (it reads tensors through libtorch's C functions, found at run time: it needs
   neither torch nor its headers to build).
 
@@ -65,8 +65,9 @@ _EXT_NAMES = {
     "arrayselect.backends.numpy_backend._select_kernel": (
         "the compiled NumPy kernel (arrayselect.backends.numpy_backend._select_kernel)"
     ),
-    "arrayselect.backends._torch_fields": (
-        "the compiled recent-call check of the torch backend (arrayselect.backends._torch_fields)"
+    "arrayselect.backends.torch_backend._fields": (
+        "the compiled recent-call check of the torch backend "
+        "(arrayselect.backends.torch_backend._fields)"
     ),
 }
 
@@ -186,7 +187,11 @@ setup(
             include_dirs=[np.get_include(), _KERNEL],
             define_macros=_KERNEL_MACROS,
         ),
-        Extension("arrayselect.backends._torch_fields", sources=["backends/torch_fields.c"]),
+        Extension(
+            "arrayselect.backends.torch_backend._fields",
+            sources=["backends/torch_backend/_fields.c"],
+            include_dirs=["src/arrayselect"],  # _vectorcall_type.h
+        ),
     ],
     cmdclass={"build_ext": BuildExt},
 )

@@ -41,6 +41,7 @@ from typing import Any
 import torch
 from arrayselect.backends import torch_backend
 from arrayselect.backends.numpy_backend.kernel import kernel_select
+from arrayselect.backends.torch_backend.counting import CountingBackend
 
 import arrayselect as asel
 
@@ -148,17 +149,6 @@ def _signature_rows(repeats: int) -> list[tuple[str, float, float, str]]:
     return rows
 
 
-class _CountingBackend:
-    """A torch.compile backend that counts the graphs it receives (each one a trace)."""
-
-    def __init__(self) -> None:
-        self.graphs = 0
-
-    def __call__(self, gm: Any, example_inputs: Any) -> Any:
-        self.graphs += 1
-        return gm.forward
-
-
 def _graph_counts() -> list[tuple[str, int, int]]:
     """Graphs Dynamo hands a counting backend, for select and for torch.where."""
     sizes = (2, 3, 5, 7, 9, 17, 33)
@@ -180,7 +170,7 @@ def _graph_counts() -> list[tuple[str, int, int]]:
         graphs = []
         for fn in (asel.select, torch.where):
             torch._dynamo.reset()
-            counter = _CountingBackend()
+            counter = CountingBackend()
             compiled = torch.compile(lambda c, a, b, fn=fn: fn(c, a, b), backend=counter, **options)
             for call in calls:
                 compiled(*call)
@@ -192,6 +182,11 @@ def _graph_counts() -> list[tuple[str, int, int]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=21)
+    parser.add_argument(
+        "--per-call",
+        action="store_true",
+        help="only the eager rows at 1, 100 and 1000 elements (to compare torch releases)",
+    )
     args = parser.parse_args()
     print(
         f"torch {torch.__version__}, torch threads {torch.get_num_threads()}, arrayselect "
@@ -200,13 +195,8 @@ def main() -> None:
         f"{args.repeats} repeats, medians"
     )
     rows = []
-    for n, target in (
-        (1, "<= 1.3x"),
-        (100, "<= 1.3x"),
-        (1000, "<= 1.3x"),
-        (10**6, ">= 7x"),
-        (10**7, "info"),
-    ):
+    sizes = [(1, "<= 1.3x"), (100, "<= 1.3x"), (1000, "<= 1.3x"), (10**6, ">= 7x"), (10**7, "info")]
+    for n, target in sizes[:3] if args.per_call else sizes:
         c, a, b = _inputs(n)
         ours, peer = _interleaved(
             functools.partial(asel.select, c, a, b),
@@ -229,8 +219,9 @@ def main() -> None:
                 args.repeats,
             )
             rows.append((" the kernel alone, own pool", ours, peer, "info"))
-    rows += _signature_rows(args.repeats)
-    for n, target in ((10**3, "<= 1.05x"), (10**6, "info")):
+    if not args.per_call:
+        rows += _signature_rows(args.repeats)
+    for n, target in () if args.per_call else ((10**3, "<= 1.05x"), (10**6, "info")):
         c, a, b = _inputs(n)
         compiled_ours = torch.compile(_select, fullgraph=True)
         compiled_peer = torch.compile(_where, fullgraph=True)
@@ -248,6 +239,8 @@ def main() -> None:
             else f"{peer / ours:.2f}x faster"
         )
         print(f"{label:30} {ours * 1e6:9.2f}us {peer * 1e6:10.2f}us  {ratio} (target {target})")
+    if args.per_call:
+        return
     print(f"\n{'graphs traced under torch.compile':30} {'select':>11} {'torch.where':>12}")
     for label, ours_graphs, peer_graphs in _graph_counts():
         print(f"{label:30} {ours_graphs:11} {peer_graphs:12}")

@@ -105,7 +105,7 @@ run_check() { # name function: one line, PASS or FAIL with the log's tail
 }
 
 # The one-file extensions: object folder under $EXT_DIR, and source.
-declare -A SINGLE=([fastcall]=src/arrayselect/_fastcall.c [torch_fields]=backends/torch_fields.c)
+declare -A SINGLE=([fastcall]=src/arrayselect/_fastcall.c [torch_fields]=backends/torch_backend/_fields.c)
 EXTS=(kernel "${!SINGLE[@]}")
 
 # extensions CC... : compile the three extensions' C files with -Werror into $EXT_DIR
@@ -118,7 +118,9 @@ compile_extensions() {
   done
   for ext in "${!SINGLE[@]}"; do
     mkdir -p "$EXT_DIR/$ext"
-    "${cc[@]}" "${CFLAGS[@]}" "${INCLUDES[@]}" -c "${SINGLE[$ext]}" -o "$EXT_DIR/$ext/_$ext.o"
+    # -I: _vectorcall_type.h, the type boilerplate both share
+    "${cc[@]}" "${CFLAGS[@]}" "${INCLUDES[@]}" -Isrc/arrayselect -c "${SINGLE[$ext]}" \
+      -o "$EXT_DIR/$ext/_$ext.o"
   done
 }
 

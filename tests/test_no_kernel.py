@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 COMPILED = (
     "arrayselect._fastcall",
     "arrayselect.backends.numpy_backend._select_kernel",
-    "arrayselect.backends._torch_fields",
+    "arrayselect.backends.torch_backend._fields",
 )
 WARNING = "WARNING: arrayselect is installed without"
 

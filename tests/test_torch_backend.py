@@ -20,6 +20,7 @@ torch = pytest.importorskip("torch", reason="torch is not installed")
 
 from arrayselect.backends import torch_backend  # noqa: E402
 from arrayselect.backends.numpy_backend import kernel  # noqa: E402
+from arrayselect.backends.torch_backend.counting import CountingBackend  # noqa: E402
 
 import arrayselect as asel  # noqa: E402
 
@@ -220,20 +221,9 @@ def test_make_fx_records_torch_ops_not_the_kernel() -> None:
     assert torch.equal(graph(c, a), torch.where(c, a, 0.0))
 
 
-class _CountingBackend:
-    """A torch.compile backend that counts the graphs it receives (each one a trace)."""
-
-    def __init__(self) -> None:
-        self.graphs = 0
-
-    def __call__(self, gm: Any, example_inputs: Any) -> Any:
-        self.graphs += 1
-        return gm.forward
-
-
 def _graphs(fn: Any, calls: list[tuple[Any, ...]], between: Any = None, **options: Any) -> int:
     torch._dynamo.reset()
-    counter = _CountingBackend()
+    counter = CountingBackend()
     compiled = torch.compile(fn, backend=counter, **options)
     for args in calls:
         compiled(*args)
@@ -315,7 +305,7 @@ def test_fullgraph_errors_carry_the_core_s_error() -> None:
 def test_dynamo_puts_one_call_in_its_graph() -> None:
     """Dynamo does not trace the core (its guards would be checked before every run):
     the graph it hands the backend holds one call of ``select_in_graph``."""
-    from arrayselect.backends import torch_dynamo
+    from arrayselect.backends.torch_backend import dynamo as torch_dynamo
 
     torch._dynamo.reset()
     assert torch_dynamo.ALLOWED[0]  # torch._dynamo is imported: registered
@@ -354,7 +344,7 @@ warnings.simplefilter("error")  # any warning, from us or from tracing us, fails
 f = torch.compile(lambda c, a: asel.select(c, a, 0.0), fullgraph=True, backend="eager")
 c, a = torch.tensor([True, False]), torch.tensor([1.0, 2.0])
 assert f(c, a).tolist() == [1.0, 0.0]
-from arrayselect.backends import torch_dynamo
+from arrayselect.backends.torch_backend import dynamo as torch_dynamo
 assert torch_dynamo.ALLOWED[0]  # registered when torch.compile imported torch._dynamo
 """
     )
@@ -500,9 +490,7 @@ if pid == 0:
 _, status = os.waitpid(pid, 0)
 print(os.waitstatus_to_exitcode(status))
 """
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
-    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["0"], done.stdout
 
@@ -607,13 +595,14 @@ def _general(c: Any, t: Any, e: Any, ab: str, axis: int, cb: str) -> Any:
 
 
 def _why_not(design: str) -> str | None:
-    from arrayselect.backends import torch_recent
+    from arrayselect.backends.torch_backend import recent as torch_recent
 
     return torch_recent.load_designs(torch_backend.RECENT_CHECKED_DTYPES)[design][1]
 
 
 def test_recent_checks_verified_or_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    from arrayselect.backends import torch_native, torch_recent
+    from arrayselect.backends.torch_backend import native as torch_native
+    from arrayselect.backends.torch_backend import recent as torch_recent
 
     version = ".".join(torch.__version__.split("+")[0].split(".")[:2])
     for design, verified_on in (
@@ -659,7 +648,7 @@ def _raise_os_error() -> Any:
 def test_fields_verified_on_cuda_tensors() -> None:
     # At import the readers are checked on CPU and meta tensors only (a CUDA tensor
     # there would create a CUDA context in every process); here, on CUDA ones too.
-    from arrayselect.backends import torch_recent
+    from arrayselect.backends.torch_backend import recent as torch_recent
 
     if not torch.cuda.is_available():
         pytest.skip(NO_CUDA)

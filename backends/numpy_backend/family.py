@@ -77,9 +77,12 @@ def _as_index(which: np.ndarray) -> np.ndarray:
     return which.astype(np.intp) if which.dtype == np.uint64 else which
 
 
-def select_n(which: Any, cases: tuple[Any, ...], shape: Shape, out: Any) -> Any:
+def select_n(
+    which: Any, cases: tuple[Any, ...], shape: Shape, out: Any, scratch: bool = False
+) -> Any:
     """``cases[which]`` for validated NumPy operands; an index out of range raises
-    :func:`~arrayselect.plugin.index_error` and leaves ``out`` untouched.
+    :func:`~arrayselect.plugin.index_error` and leaves ``out`` untouched, unless
+    ``scratch`` (``out`` is a fresh array the caller drops on error: no check first).
     """
     which = np.asarray(which)
     cases = tuple(np.asarray(c) for c in cases)
@@ -87,7 +90,12 @@ def select_n(which: Any, cases: tuple[Any, ...], shape: Shape, out: Any) -> Any:
     out_shape: tuple[int, ...] = shape  # type: ignore[assignment]  # NumPy: no unknown sizes
     if HAVE_KERNEL:
         # The kernel finds a bad index in its pass, but may have written part of out.
-        if out is not None and which.dtype != np.bool_ and _any_out_of_range(which, n):
+        if (
+            out is not None
+            and not scratch
+            and which.dtype != np.bool_
+            and _any_out_of_range(which, n)
+        ):
             raise index_error(_first_bad(which, n), n)
         try:
             return _kernel_select_n(
@@ -116,10 +124,15 @@ def select_n(which: Any, cases: tuple[Any, ...], shape: Shape, out: Any) -> Any:
 
 
 def select_cases(
-    conds: tuple[Any, ...], choices: tuple[Any, ...], default: Any, shape: Shape
+    conds: tuple[Any, ...],
+    choices: tuple[Any, ...],
+    default: Any,
+    shape: Shape,
+    out: Any = None,
 ) -> Any:
     """The choice of the first true condition, ``default`` where none is, for validated
-    NumPy operands of one dtype.
+    NumPy operands of one dtype, into ``out`` (an array of ``shape`` and that dtype)
+    where given.
     """
     out_shape: tuple[int, ...] = shape  # type: ignore[assignment]
     if HAVE_KERNEL:
@@ -127,10 +140,10 @@ def select_cases(
             tuple(_to_shape(c, out_shape) for c in conds),
             tuple(_to_shape(c, out_shape) for c in choices),
             _to_shape(default, out_shape),
-            None,
+            out,
         )
     warn_kernel_missing()
-    result = np.empty(out_shape, np.asarray(default).dtype)
+    result = np.empty(out_shape, np.asarray(default).dtype) if out is None else out
     np.copyto(result, default)
     for cond, choice in zip(reversed(conds), reversed(choices), strict=True):
         np.copyto(result, choice, where=cond if cond.dtype == np.bool_ else cond != 0)

@@ -19,7 +19,8 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <stddef.h> /* offsetof */
+
+#include "_vectorcall_type.h"
 
 typedef struct {
     PyObject_HEAD
@@ -349,28 +350,14 @@ signature_call_clear(SignatureCall *self)
     return 0;
 }
 
-static void
-signature_call_dealloc(SignatureCall *self)
-{
-    PyObject_GC_UnTrack(self);
-    signature_call_clear(self);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
+AS_GC_DEALLOC(signature_call, SignatureCall)
 
 static PyTypeObject SignatureCallType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
+    AS_VECTORCALL_TYPE(signature_call, SignatureCall),
     .tp_name = "arrayselect._fastcall.SignatureCall",
     .tp_doc = "SignatureCall(types, signature, cache, miss, general, run, backend, "
               "check_devices, check_out, error, typed, run_checks_devices)\n--\n\n"
               "The hit path of a SignatureCache: call it with the 7 arguments of a fast path.",
-    .tp_basicsize = sizeof(SignatureCall),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_new = signature_call_new,
-    .tp_dealloc = (destructor)signature_call_dealloc,
-    .tp_traverse = (traverseproc)signature_call_traverse,
-    .tp_clear = (inquiry)signature_call_clear,
-    .tp_call = PyVectorcall_Call,
-    .tp_vectorcall_offset = offsetof(SignatureCall, vectorcall),
 };
 
 static struct PyModuleDef fastcall_module = {
@@ -384,16 +371,14 @@ PyInit__fastcall(void)
 {
     s_admits = PyUnicode_InternFromString("admits");
     s_prepare = PyUnicode_InternFromString("prepare");
-    if (s_admits == NULL || s_prepare == NULL || PyType_Ready(&SignatureCallType) < 0) {
+    if (s_admits == NULL || s_prepare == NULL) {
         return NULL;
     }
     PyObject *m = PyModule_Create(&fastcall_module);
     if (m == NULL) {
         return NULL;
     }
-    Py_INCREF(&SignatureCallType);
-    if (PyModule_AddObject(m, "SignatureCall", (PyObject *)&SignatureCallType) < 0) {
-        Py_DECREF(&SignatureCallType);
+    if (as_add_type(m, "SignatureCall", &SignatureCallType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

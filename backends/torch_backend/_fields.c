@@ -31,9 +31,10 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <stddef.h> /* offsetof */
 #include <stdint.h>
 #include <string.h>
+
+#include "_vectorcall_type.h" /* src/arrayselect/ */
 
 /* libtorch's AOTI shim signatures (torch/csrc/inductor/aoti_torch/c/shim.h):
  * AOTITorchError is int32_t, 0 on success. */
@@ -338,51 +339,32 @@ recent_clear(RecentCalls *self)
     return 0;
 }
 
-static void
-recent_dealloc(RecentCalls *self)
-{
-    PyObject_GC_UnTrack(self);
-    recent_clear(self);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
+AS_GC_DEALLOC(recent, RecentCalls)
 
 static PyTypeObject RecentCallsType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "arrayselect.backends._torch_fields.RecentCalls",
+    AS_VECTORCALL_TYPE(recent, RecentCalls),
+    .tp_name = "arrayselect.backends.torch_backend._fields.RecentCalls",
     .tp_doc = "RecentCalls(tensor_type, offset, readers, fallback=None)\n--\n\n"
               "The last two signatures of calls on three tensors, read through libtorch's "
               "C functions;\ncall it with (cond, then, else_, auto_broadcast, axis, "
               "cond_broadcast): what a held signature runs, or NotImplemented.",
-    .tp_basicsize = sizeof(RecentCalls),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_new = recent_new,
-    .tp_dealloc = (destructor)recent_dealloc,
-    .tp_traverse = (traverseproc)recent_traverse,
-    .tp_clear = (inquiry)recent_clear,
-    .tp_call = PyVectorcall_Call,
-    .tp_vectorcall_offset = offsetof(RecentCalls, vectorcall),
     .tp_methods = recent_methods,
 };
 
 static struct PyModuleDef torch_fields_module = {
-    PyModuleDef_HEAD_INIT, "_torch_fields",
+    PyModuleDef_HEAD_INIT, "_fields",
     "The torch backend's recent-call check, reading tensor fields through libtorch's C "
     "functions.", -1, NULL, NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC
-PyInit__torch_fields(void)
+PyInit__fields(void)
 {
-    if (PyType_Ready(&RecentCallsType) < 0) {
-        return NULL;
-    }
     PyObject *m = PyModule_Create(&torch_fields_module);
     if (m == NULL) {
         return NULL;
     }
-    Py_INCREF(&RecentCallsType);
-    if (PyModule_AddObject(m, "RecentCalls", (PyObject *)&RecentCallsType) < 0) {
-        Py_DECREF(&RecentCallsType);
+    if (as_add_type(m, "RecentCalls", &RecentCallsType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

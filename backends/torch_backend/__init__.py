@@ -27,17 +27,19 @@ Each validated call takes one of two routes:
 Validation is the core's, on the general path and on the fast path
 (:class:`~arrayselect.plugin.SignatureCache`, keyed by shape, dtype, device and
 layout, with a check of the last two signatures in front of it:
-:mod:`~arrayselect.backends.torch_recent`). Large kernel calls are split on the
+:mod:`.recent`). Large kernel calls are split on the
 threads of the OpenMP runtime torch itself runs on (see ``docs/torch.md``). Under
 ``torch.compile`` the fast path steps aside: a call on three tensors is one call in
 Dynamo's graph, which it does not trace into, and any other call takes the general
-path, which it traces without a graph break (:mod:`~arrayselect.backends.torch_dynamo`).
+path, which it traces without a graph break (:mod:`.dynamo`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
+import os
 import sys
 from collections.abc import Callable, Sequence
 from types import ModuleType
@@ -46,11 +48,9 @@ from typing import Any
 import array_api_compat.torch as _compat_torch
 import numpy as np
 import torch
-from arrayselect.backends import torch_native, torch_recent
 from arrayselect.backends.numpy_backend.family import select_cases as numpy_select_cases
 from arrayselect.backends.numpy_backend.family import select_n as numpy_select_n
 from arrayselect.backends.numpy_backend.kernel import KERNEL_MISSING, kernel_select, set_openmp
-from arrayselect.backends.torch_dynamo import allow_in_graph, trace_as, traced_fast_path
 
 from arrayselect.plugin import (
     PYTHON_SCALARS,
@@ -67,6 +67,11 @@ from arrayselect.plugin import (
     on_import,
     register_cache,
 )
+
+from . import layout as torch_layout
+from . import native as torch_native
+from . import recent as torch_recent
+from .dynamo import allow_in_graph, trace_as, traced_fast_path
 
 __all__ = [
     "KERNEL_MIN_SIZE",
@@ -156,7 +161,26 @@ def unsupported_layout(x: Any) -> tuple[str, str] | None:
 #: each torch op they spin for a while, and a split on the kernel's own threads would
 #: compete with them for the cores (see docs/torch.md).
 OPENMP, OPENMP_MISSING = torch_native.openmp_parallel()
+# GNU libgomp's threads do not survive fork: a forked child's next parallel region
+# waits for them forever. The kernel must not be what leaves such threads behind, so
+# it splits on them only where they can be let go before a fork (_guard_forks).
+_RELEASE_OPENMP = torch_native.openmp_release() if OPENMP else None
+if OPENMP and (_RELEASE_OPENMP is None or not hasattr(os, "register_at_fork")):
+    OPENMP, OPENMP_MISSING = 0, "its OpenMP runtime has no omp_pause_resource_all (fork guard)"
 set_openmp(OPENMP)
+_fork_guarded = [False]
+
+
+def _guard_forks() -> None:
+    """At the first kernel call (which may start torch's OpenMP threads): from now on,
+    let the forking thread's OpenMP threads go before each ``os.fork``, so that a
+    child has none to wait for. Nothing is registered before then: importing
+    arrayselect, or calling it on ``torch.where``'s route only, changes nothing.
+    """
+    _fork_guarded[0] = True
+    if _RELEASE_OPENMP is not None:
+        os.register_at_fork(before=_RELEASE_OPENMP)
+
 
 # Dynamo is imported by torch.compile (a second of imports): registered then.
 on_import("torch._dynamo", allow_in_graph)
@@ -164,7 +188,7 @@ on_import("torch._dynamo", allow_in_graph)
 #: The dtypes the recent-call checks are verified on (every dtype the backend serves).
 RECENT_CHECKED_DTYPES = tuple(_KINDS)
 #: The recent-call check's designs, verified on this torch (see
-#: :mod:`~arrayselect.backends.torch_recent`): design -> (maker, None) or (None, why not).
+#: :mod:`.recent`): design -> (maker, None) or (None, why not).
 RECENT_CHECKS = torch_recent.load_designs(RECENT_CHECKED_DTYPES)
 #: The design a new backend's fast path uses: the first verified, or ``None`` (the
 #: signature cache alone).
@@ -204,22 +228,109 @@ def _compose(
     return out
 
 
+# The NumPy type string the kernel sees each torch dtype as (raw bits where NumPy
+# lacks the dtype).
+_TYPESTR: dict[Any, str] = {}
+for _dtype in _KINDS:
+    _size = _dtype.itemsize
+    _np_of = _dtype if _dtype in _NUMPY_NATIVE else _RAW[_size]
+    _TYPESTR[_dtype] = np.dtype(str(_np_of).removeprefix("torch.")).str
+
+
+class _Memory:
+    """A tensor's memory as NumPy reads it (``__array_interface__``), holding the
+    tensor. ``Tensor.numpy()`` would mark the tensor's storage as no longer
+    resizable, for good: a program could tell a tensor select had read."""
+
+    __slots__ = ("__array_interface__", "tensor")
+
+    def __init__(self, x: Any) -> None:
+        size = x.element_size()
+        self.tensor = x
+        self.__array_interface__ = {
+            "data": (x.data_ptr(), False),
+            "shape": tuple(x.shape),
+            "strides": tuple(s * size for s in x.stride()),
+            "typestr": _TYPESTR[x.dtype],
+            "version": 3,
+        }
+
+
 def _kernel_view(x: Any) -> np.ndarray:
     """A NumPy view of a CPU tensor's memory (raw bits for dtypes NumPy lacks)."""
-    if x.dtype in _NUMPY_NATIVE:
-        view: np.ndarray = x.detach().numpy()
-    else:
-        view = x.detach().view(_RAW[x.element_size()]).numpy()
-    return view
+    return np.asarray(_Memory(x))
 
 
 def _on_kernel(x: Any) -> bool:
+    # Plain CPU memory only: not a conjugate or negative view (bits the kernel would
+    # copy unresolved), not a ZeroTensor (no memory: torch.where materialises it).
     return (
         type(x) in _ARRAY_TYPES
         and x.is_cpu
         and not (x.is_complex() and x.is_conj())
         and not x.is_neg()
+        and not x._is_zerotensor()
     )
+
+
+# A dual level of torch.autograd.forward_ad is open (tangents exist only inside one):
+# the level's counter, -1 outside any. Where this torch has no such counter, every
+# call is taken as possibly carrying tangents (torch.where's route).
+_forward_ad: Any = torch.autograd.forward_ad
+_profiler_enabled: Callable[[], bool] = _C._autograd._profiler_enabled
+_increment_version: Callable[[Any], None] = torch.autograd.graph.increment_version
+
+
+def _dual_level_open() -> bool:
+    return bool(getattr(_forward_ad, "_current_level", 0) >= 0)
+
+
+# Result layouts of recent kernel calls: (sizes and strides of each operand, scalar,
+# int cond) -> the strides torch.where's result would have (torch_layout).
+_LAYOUTS: dict[Any, tuple[int, ...]] = {}
+_LAYOUTS_MAX = 256
+
+
+def _result_strides(
+    cond: Any, then: Any, else_: Any, plan: SelectPlan, cond_bool: bool
+) -> tuple[int, ...]:
+    """The strides of ``torch.where``'s result for the torch-ops route's operands
+    (:func:`_compose`: aligned views, ``cond != 0`` for an integer ``cond``)."""
+    operands = []
+    scalar = False
+    for x, aligned in zip((cond, then, else_), plan.aligned, strict=True):
+        if type(x) in PYTHON_SCALARS:
+            scalar = True
+            continue
+        operands.append(x if aligned is None else x.reshape(aligned))
+    key = (tuple((tuple(x.shape), tuple(x.stride())) for x in operands), scalar, cond_bool)
+    found = _LAYOUTS.get(key)
+    if found is not None:
+        return found
+    if not cond_bool:  # cond != 0: an iterator of its own, with a scalar
+        c = operands[0]
+        strides = torch_layout.iterator_strides(tuple(c.shape), [c], scalar=True)
+        operands[0] = torch.empty_strided(c.shape, strides, dtype=torch.bool, device="meta")
+    found = torch_layout.iterator_strides(tuple(plan.out_shape), operands, scalar)  # type: ignore[arg-type]
+    if len(_LAYOUTS) >= _LAYOUTS_MAX:
+        _LAYOUTS.clear()
+    _LAYOUTS[key] = found
+    return found
+
+
+def _empty(shape: Shape, strides: tuple[int, ...] | None, dtype: Any) -> Any:
+    """A result for the kernel to fill: torch's own allocation (resizable storage,
+    torch's alignment), C order where ``strides`` is ``None``."""
+    if strides is None:
+        return torch.empty(shape, dtype=dtype)  # type: ignore[arg-type]
+    return torch.empty_strided(shape, strides, dtype=dtype)  # type: ignore[arg-type]
+
+
+def _written(out: Any) -> Any:
+    """``out`` after the kernel wrote it: its version counter bumped, as an in-place
+    torch op's (autograd then refuses a graph that saved the old values)."""
+    _increment_version(out)
+    return out
 
 
 class TorchBackend(Backend):
@@ -343,10 +454,36 @@ class TorchBackend(Backend):
         cond_bool: bool,
         out: Any,
     ) -> Any:
-        """A validated call, by the route the module docstring describes."""
-        if self._kernel_eligible(math.prod(plan.out_shape), (cond, then, else_, out)):  # type: ignore[arg-type]
-            return self._kernel(cond, then, else_, plan, dtype, out)
-        return _compose(cond, then, else_, plan.aligned, cond_bool, out)
+        """A validated call, by the route the module docstring describes: torch ops,
+        or the kernel on the tensors' memory, into ``out`` or a tensor torch allocates
+        with ``torch.where``'s layout."""
+        if not self._kernel_eligible(math.prod(plan.out_shape), (cond, then, else_, out)):  # type: ignore[arg-type]
+            return _compose(cond, then, else_, plan.aligned, cond_bool, out)
+        result = out
+        if out is None:
+            strides = _result_strides(cond, then, else_, plan, cond_bool)
+            result = _empty(plan.out_shape, strides, dtype)
+        values = [
+            _kernel_view(torch.tensor(x, dtype=dtype) if type(x) in PYTHON_SCALARS else x)
+            for x in (then, else_)
+        ]
+        if not _fork_guarded[0]:
+            _guard_forks()
+        threads = get_num_threads()
+        if not num_threads_chosen():
+            threads = min(threads, torch.get_num_threads())
+        with self._profiled("arrayselect::select"):
+            kernel_select(
+                _kernel_view(cond),
+                values[0],
+                values[1],
+                _kernel_view(result),
+                plan.out_shape,
+                *plan.dims,
+                threads,
+                True,  # on torch's OpenMP threads, where OPENMP has them
+            )
+        return result if out is None else _written(out)
 
     def _kernel_eligible(self, size: int, operands: tuple[Any, ...]) -> bool:
         """Whether a call of ``size`` elements on ``operands`` (``None`` and Python
@@ -357,6 +494,7 @@ class TorchBackend(Backend):
             not _torch_is_watching()  # first: a traced size must not be compared
             and size >= self.kernel_min_size
             and KERNEL_MISSING is None
+            and not _dual_level_open()  # forward-mode AD: tangents are torch's to carry
             and not (
                 torch.is_grad_enabled()
                 and any(getattr(x, "requires_grad", False) for x in operands)
@@ -365,32 +503,6 @@ class TorchBackend(Backend):
                 _on_kernel(x) for x in operands if x is not None and type(x) not in PYTHON_SCALARS
             )
         )
-
-    def _kernel(
-        self, cond: Any, then: Any, else_: Any, plan: SelectPlan, dtype: Any, out: Any
-    ) -> Any:
-        """The call on the compiled kernel, on the tensors' memory."""
-        values = [
-            _kernel_view(torch.tensor(x, dtype=dtype) if type(x) in PYTHON_SCALARS else x)
-            for x in (then, else_)
-        ]
-        threads = get_num_threads()
-        if not num_threads_chosen():
-            threads = min(threads, torch.get_num_threads())
-        result = kernel_select(
-            _kernel_view(cond),
-            values[0],
-            values[1],
-            None if out is None else _kernel_view(out),
-            plan.out_shape,
-            *plan.dims,
-            threads,
-            True,  # on torch's OpenMP threads, where OPENMP has them
-        )
-        if out is not None:
-            return out
-        tensor = torch.from_numpy(result)
-        return tensor if tensor.dtype == dtype else tensor.view(dtype)
 
     # -- the fast path -----------------------------------------------------------
 
@@ -490,17 +602,16 @@ class TorchBackend(Backend):
         operands = (which, *cases) if out is None else (which, *cases, out)
         if not self._kernel_eligible(math.prod(shape), operands):  # type: ignore[arg-type]
             return super().select_n(which, cases, shape, out)
-        dtype = cases[0].dtype
-        result = numpy_select_n(
-            _kernel_view(which),
-            tuple(_kernel_view(c) for c in cases),
-            shape,
-            None if out is None else _kernel_view(out),
-        )
-        if out is not None:
-            return out
-        tensor = torch.from_numpy(result)
-        return tensor if tensor.dtype == dtype else tensor.view(dtype)
+        result = _empty(shape, None, cases[0].dtype) if out is None else out
+        with self._profiled("arrayselect::select_n"):
+            numpy_select_n(
+                _kernel_view(which),
+                tuple(_kernel_view(c) for c in cases),
+                shape,
+                _kernel_view(result),
+                scratch=out is None,
+            )
+        return result if out is None else _written(out)
 
     def select_cases(
         self, conds: tuple[Any, ...], choices: tuple[Any, ...], default: Any, shape: Shape
@@ -509,15 +620,24 @@ class TorchBackend(Backend):
         # one pass) on the tensors' memory; the rest chain torch.where.
         if not self._kernel_eligible(math.prod(shape), (*conds, *choices, default)):  # type: ignore[arg-type]
             return super().select_cases(conds, choices, default, shape)
-        dtype = default.dtype
-        result = numpy_select_cases(
-            tuple(_kernel_view(c) for c in conds),
-            tuple(_kernel_view(c) for c in choices),
-            _kernel_view(default),
-            shape,
-        )
-        tensor = torch.from_numpy(result)
-        return tensor if tensor.dtype == dtype else tensor.view(dtype)
+        result = _empty(shape, None, default.dtype)
+        with self._profiled("arrayselect::select_cases"):
+            numpy_select_cases(
+                tuple(_kernel_view(c) for c in conds),
+                tuple(_kernel_view(c) for c in choices),
+                _kernel_view(default),
+                shape,
+                _kernel_view(result),
+            )
+        return result
+
+    @staticmethod
+    def _profiled(name: str) -> Any:
+        """A ``record_function`` range named ``name`` while the profiler runs, else
+        nothing (a range costs microseconds)."""
+        if _profiler_enabled():
+            return torch.profiler.record_function(name)
+        return contextlib.nullcontext()
 
 
 def create(xp: ModuleType) -> TorchBackend:

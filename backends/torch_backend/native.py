@@ -5,20 +5,26 @@ libraries torch has loaded, through ``ctypes``.
 
 * :func:`aoti_readers`: the C functions libtorch exports for AOTInductor that read
   a tensor's dtype, device, layout and sizes (``aoti_torch_get_*``), for the
-  recent-call check (:mod:`~arrayselect.backends.torch_recent`, which verifies them).
+  recent-call check (:mod:`.recent`, which verifies them).
 * :func:`openmp_parallel`: ``GOMP_parallel`` of the OpenMP runtime torch's CPU ops
   run on, for the kernel (:func:`~arrayselect.backends.numpy_backend.kernel.set_openmp`).
+* :func:`openmp_release`: that runtime's ``omp_pause_resource_all``, which lets the
+  calling thread's OpenMP threads go, for the fork guard.
+
+Looking these up runs nothing of the runtime: no OpenMP region, no thread.
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import glob
 import os
+from collections.abc import Callable
 
 import torch
 
-__all__ = ["AOTI_READERS", "aoti_readers", "libtorch_cpu", "openmp_parallel"]
+__all__ = ["AOTI_READERS", "aoti_readers", "libtorch_cpu", "openmp_parallel", "openmp_release"]
 
 #: The AOTI readers, in the order :func:`aoti_readers` returns them.
 AOTI_READERS = ("dtype", "device_type", "device_index", "layout", "dim", "sizes")
@@ -75,3 +81,28 @@ def openmp_parallel() -> tuple[int, str | None]:
         return _address(libtorch_cpu(), "GOMP_parallel"), None
     except (OSError, AttributeError) as exc:
         return 0, f"{type(exc).__name__}: {exc}"
+
+
+#: ``omp_pause_soft`` of OpenMP 5.0's ``omp_pause_resource_t``.
+_OMP_PAUSE_SOFT = 1
+
+
+def openmp_release() -> Callable[[], int] | None:
+    """A call that lets the calling thread's OpenMP threads go (the runtime starts them
+    again at its next parallel region), or ``None`` where torch's runtime has none.
+
+    It is OpenMP 5.0's ``omp_pause_resource_all(omp_pause_soft)``, looked up from
+    libtorch's CPU library as :func:`openmp_parallel` is. GNU libgomp joins the
+    threads of the caller's pool and forgets the pool; a process forked right after
+    then has no pool whose threads it would wait for.
+    """
+    if not torch.backends.openmp.is_available():  # type: ignore[no-untyped-call]
+        return None
+    try:
+        pause = libtorch_cpu().omp_pause_resource_all
+    except (OSError, AttributeError):
+        return None
+    pause.argtypes = [ctypes.c_int]
+    pause.restype = ctypes.c_int
+    release: Callable[[], int] = functools.partial(pause, _OMP_PAUSE_SOFT)
+    return release

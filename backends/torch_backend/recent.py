@@ -8,7 +8,7 @@ it, and reads the three tensors faster than the getters can. Two designs, the fi
 that :func:`load_designs` verifies is used:
 
 ``"fields"``
-    :class:`arrayselect.backends._torch_fields.RecentCalls` (C) reads each tensor
+    :class:`arrayselect.backends.torch_backend._fields.RecentCalls` (C) reads each tensor
     through the C functions libtorch exports for AOTInductor
     (``aoti_torch_get_dtype``, ``..._get_device_type``, ``..._get_device_index``,
     ``..._get_layout``, ``..._get_dim``, ``..._get_sizes``: ``extern "C"``, a few
@@ -32,12 +32,12 @@ signature, and anything a check cannot read goes to the cache.
 from __future__ import annotations
 
 import ctypes
-import warnings
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 import torch
-from arrayselect.backends import torch_native
+
+from . import native as torch_native
 
 __all__ = [
     "FIELDS_VERIFIED_ON",
@@ -54,8 +54,8 @@ __all__ = [
 
 #: Torch versions (major.minor) on which each design may be used; on any other it is
 #: not, whatever the probes say.
-FIELDS_VERIFIED_ON = ("2.13",)
-GUARDS_VERIFIED_ON = ("2.13",)
+FIELDS_VERIFIED_ON = ("2.13", "2.14", "2.15")
+GUARDS_VERIFIED_ON = ("2.13", "2.14", "2.15")
 
 
 FastPathCall = Callable[[Any, Any, Any, Any, Any, Any, Any], Any]
@@ -88,9 +88,19 @@ def _torch_version() -> str:
 
 
 def _nested_probe() -> Any:
-    with warnings.catch_warnings():  # "prototype stage"
-        warnings.simplefilter("ignore")
-        return torch.nested.nested_tensor([torch.zeros(2), torch.zeros(3)])
+    """A nested tensor of two rows (2 and 3 elements), or ``None`` where this torch
+    cannot make one without running a CPU op.
+
+    A view of a buffer, made without computing anything: ``torch.nested.nested_tensor``
+    copies its rows with a parallel op, which would start torch's OpenMP threads at
+    import, and GNU libgomp's threads do not survive ``fork`` (a child's next parallel
+    op waits for them forever).
+    """
+    make = getattr(torch, "_nested_view_from_buffer", None)
+    if make is None:
+        return None
+    sizes, strides = torch.tensor([[2], [3]]), torch.tensor([[1], [1]])
+    return make(torch.zeros(5), sizes, strides, torch.tensor([0, 2]))
 
 
 def probe_tensors(dtypes: Iterable[Any], devices: Iterable[str] = ("cpu", "meta")) -> list[Any]:
@@ -177,8 +187,33 @@ def _verify_fields(check: Any, probes: list[Any]) -> str | None:
         for y, ry in zip(probes, readings, strict=True):
             if rx is not None and ry is not None and (rx == ry) != same_key(x, y):
                 return f"it disagrees with torch on {x!r} and {y!r}"
-    if check.read(_nested_probe()) is not None:
+    nested = _nested_probe()
+    if nested is None:
+        return "this torch has no torch._nested_view_from_buffer to make a nested probe with"
+    if check.read(nested) is not None:
         return "it reads a nested tensor (whose sizes torch refuses)"
+    return None
+
+
+def _handle_mismatch(offset: int, probes: list[Any]) -> str | None:
+    """``None`` if, in every plain probe tensor, the word at ``offset`` is the address
+    of its ``TensorImpl`` as torch itself reports it (``Tensor._cdata``): there is
+    the ``at::Tensor`` the readers are given (its one member is that pointer), else
+    what was found instead.
+
+    The word lies inside the object (its size was checked), so reading it cannot
+    fault; nothing read is followed as a pointer until it has matched on every
+    probe, so an unknown torch that moved its fields is refused, not crashed.
+    """
+    for x in probes:
+        if type(x) is not torch.Tensor:
+            continue
+        word = ctypes.c_void_p.from_address(id(x) + offset).value or 0
+        if word != x._cdata:
+            return (
+                f"the word at offset {offset} of a tensor object is {word:#x}, "
+                f"not its TensorImpl's address {x._cdata:#x}"
+            )
     return None
 
 
@@ -194,8 +229,11 @@ def _load_fields(probes: list[Any]) -> tuple[Maker | None, str | None]:
             f"torch's tensor object is {torch._C.TensorBase.__basicsize__} bytes, "
             f"not the {expected} of the layout it was checked on"
         )
+    why = _handle_mismatch(offset, probes)
+    if why is not None:  # no reader has been given a handle yet
+        return None, why
     try:
-        from arrayselect.backends._torch_fields import RecentCalls
+        from ._fields import RecentCalls
 
         readers = torch_native.aoti_readers()
 

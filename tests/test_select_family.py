@@ -227,6 +227,25 @@ def test_select_cases_promotes_like_the_library(xp: ModuleType) -> None:
         np.testing.assert_array_equal(to_numpy(got), expected.astype(to_numpy(got).dtype))
 
 
+
+@pytest.mark.parametrize(
+    ("choices", "default"),
+    [([False, True], False), ([1, 2], 0), ([1.5, 2], 0), ([True, 2], False), ([1j, 0.5], 0)],
+)
+def test_select_cases_of_python_scalars_only(
+    xp: ModuleType, choices: list[Any], default: Any
+) -> None:
+    # Only Python scalars: the library's default dtype of their highest kind, as
+    # np.select and jnp.select give (a standard namespace cannot promote scalars alone).
+    c = np.array([True, False, False])
+    d = np.array([False, True, False])
+    top = max((type(x) for x in [*choices, default]), key=[bool, int, float, complex].index)
+    got = asel.select_cases([from_numpy(xp, c), from_numpy(xp, d)], choices, default)
+    assert got.dtype == xp.asarray(top(0)).dtype
+    expected = np.select([c, d], choices, default)
+    np.testing.assert_array_equal(to_numpy(got), expected.astype(to_numpy(got).dtype))
+
+
 def _np(x: Any) -> Any:
     return x if isinstance(x, np.ndarray) else np.asarray(x)
 

@@ -41,6 +41,7 @@ __all__ = ["apply_where", "select_cases", "select_n"]
 
 _MASK_KINDS: Final = ("bool", "int", "uint")
 # A Python scalar stands for its type in promotion (never its value: NEP 50).
+_SCALAR_KINDS: tuple[type, ...] = (bool, int, float, complex)
 _ZEROS: Final[dict[type, Any]] = {bool: False, int: 0, float: 0.0, complex: 0j}
 _LIFT: Final[dict[str, type]] = {"int": int, "uint": int, "float": float, "complex": complex}
 
@@ -229,8 +230,15 @@ def select_cases(condlist: Any, choicelist: Any, default: Any = 0, /) -> Any:
     arrays = [(name, x) for name, x in values if type(x) not in PYTHON_SCALARS]
     for name, x in arrays:
         value_kind(backend, name, x.dtype)
+    promoted = [_ZEROS.get(type(x), x) for _, x in values]
+    if not arrays:
+        # Only Python scalars: the library's default dtype of the highest kind among
+        # them (what np.select, jnp.select and torch give); the conditions name the
+        # library, whose namespace needs an array to promote.
+        kind = max((type(x) for x in promoted), key=_SCALAR_KINDS.index)
+        promoted = [backend.namespace(*[c for _, c in conds]).asarray(kind(0))]
     try:
-        dtype = backend.promote([_ZEROS.get(type(x), x) for _, x in values])
+        dtype = backend.promote(promoted)
     except Exception as exc:  # the library does not promote these
         raise SelectTypeError(
             f"choicelist and default cannot be promoted to one dtype by {backend.name}: "

@@ -103,8 +103,10 @@ for _name in (
 ):
     if hasattr(torch, _name):
         _KINDS[getattr(torch, _name)] = "float"
-for _name in ("complex32", "complex64", "complex128"):
-    _KINDS[getattr(torch, _name)] = "complex"
+# bcomplex32 (two bfloat16s): torch >= 2.14 promotes complex with bfloat16 to it
+for _name in ("complex32", "bcomplex32", "complex64", "complex128"):
+    if hasattr(torch, _name):
+        _KINDS[getattr(torch, _name)] = "complex"
 
 # The NumPy dtype the kernel sees for each torch dtype: the dtype itself where
 # NumPy has it, else the unsigned integer of its size (raw bits).

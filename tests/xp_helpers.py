@@ -166,6 +166,16 @@ def to_numpy(x: Any) -> np.ndarray:
 # --------------------------------------------------------------------------- subprocesses
 
 
+def jax_x64(jax: ModuleType, enabled: bool) -> Any:
+    """JAX's thread-local 64-bit-mode block: ``jax.enable_x64``, or on the JAX releases
+    that lack it (before 0.8; the lower bound is 0.5) ``jax.experimental.enable_x64``."""
+    if hasattr(jax, "enable_x64"):
+        return jax.enable_x64(enabled)
+    import jax.experimental
+
+    return jax.experimental.enable_x64(enabled)
+
+
 def run_without(module: str, code: str) -> subprocess.CompletedProcess[str]:
     """Run ``code`` in a fresh interpreter in which ``module`` cannot be imported.
 

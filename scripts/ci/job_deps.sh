@@ -16,9 +16,9 @@
 # is the CUDA build: torch and its nvidia-* wheels are several GB, downloaded once into
 # the pip cache below.
 #
-# The venv and pip's cache live under ${ARRAYSELECT_CI_CACHE:-~/.cache/arrayselect-ci}:
-# the oldest venv is reused while pyproject.toml is unchanged; the newest one is
-# re-resolved on every run (quick when nothing was released: the wheels are cached).
+# The venvs live under ${ARRAYSELECT_CI_CACHE:-~/.cache/arrayselect-ci} and are the cache:
+# the oldest one is rebuilt when pyproject.toml or setup.py change; the newest one is
+# upgraded in place on every run (pip downloads only what was released since).
 # ARRAYSELECT_DEPS_PYTEST_ARGS replaces the default test selection. Ends with
 # scripts/ci/record.py (one line, one JSON file); exits non-zero when a test fails.
 set -euo pipefail
@@ -44,25 +44,32 @@ export PIP_CACHE_DIR=$CACHE/pip PIP_DISABLE_PIP_VERSION_CHECK=1
 # they depend on PyPI alone
 export PIP_CONFIG_FILE=/dev/null
 unset PIP_FIND_LINKS PIP_CONSTRAINT
+python3 scripts/ci/lower_bounds.py --requirements > "$CACHE/requirements.txt"
 python3 scripts/ci/lower_bounds.py --test-tools > "$CACHE/test-tools.txt"
 pins=()
 if [ "$SET" = oldest ]; then
   python3 scripts/ci/lower_bounds.py > "$CACHE/oldest-pins.txt"
   pins=(-c "$CACHE/oldest-pins.txt")
 fi
+# The venv is the cache: the oldest one is rebuilt only when pyproject.toml or setup.py
+# change; the newest one is upgraded in place (pip downloads only what was released since).
 stamp=$(cat pyproject.toml setup.py | sha256sum | cut -c1-16)
-if [ "$SET" = newest ] || [ "$(cat "$VENV/.stamp" 2> /dev/null)" != "$stamp" ]; then
-  t0=$(date +%s)
+t0=$(date +%s)
+if [ "$(cat "$VENV/.stamp" 2> /dev/null)" != "$stamp" ]; then
   rm -rf "$VENV"
   "$PY311" -m venv "$VENV"
   "$VENV/bin/python" -m pip install -q --upgrade pip
-  # the package itself (not editable: its extensions built into the venv) with the
-  # backends extra, and the test tools
-  ARRAYSELECT_REQUIRE_KERNEL=1 "$VENV/bin/python" -m pip install -q "${pins[@]}" \
-    ".[backends]" -r "$CACHE/test-tools.txt"
-  echo "$stamp" > "$VENV/.stamp"
-  echo "job_deps $SET: venv built in $(($(date +%s) - t0)) s"
 fi
+# the dependencies (the newest set upgraded, every one), then the package itself, not
+# editable: its extensions built into the venv from this checkout
+upgrade=()
+[ "$SET" = oldest ] || upgrade=(--upgrade --upgrade-strategy eager)
+"$VENV/bin/python" -m pip install -q "${upgrade[@]}" "${pins[@]}" \
+  -r "$CACHE/requirements.txt" -r "$CACHE/test-tools.txt"
+ARRAYSELECT_REQUIRE_KERNEL=1 "$VENV/bin/python" -m pip install -q "${pins[@]}" \
+  --force-reinstall --no-deps .
+echo "$stamp" > "$VENV/.stamp"
+echo "job_deps $SET: venv ready in $(($(date +%s) - t0)) s"
 versions=$("$VENV/bin/python" -c "
 import importlib.metadata as m
 print(', '.join(f'{n} {m.version(n)}' for n in ('numpy', 'jax', 'torch', 'dask',

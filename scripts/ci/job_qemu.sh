@@ -68,7 +68,7 @@ fi
   skip "cannot register qemu-$ARCH with binfmt_misc"
 
 # --- the root (cached) -------------------------------------------------------------
-PACKAGES=python3,python3-dev,python3-venv,python3-pip,python3-setuptools,python3-numpy
+PACKAGES=python3,python3-dev,python3-pip,python3-setuptools,python3-numpy
 PACKAGES+=,python3-pytest,python3-hypothesis,python3-ml-dtypes,gcc,libc6-dev,ca-certificates
 if [ "$(cat "$ROOT/.packages" 2> /dev/null)" != "$PACKAGES" ]; then
   t0=$(date +%s)

@@ -3,15 +3,17 @@
 Usage::
 
     python3 scripts/ci/lower_bounds.py > oldest.txt
+    python3 scripts/ci/lower_bounds.py --requirements > requirements.txt
     python3 scripts/ci/lower_bounds.py --test-tools > tools.txt
-    pip install -c oldest.txt ".[backends]" -r tools.txt
+    pip install -c oldest.txt -r requirements.txt -r tools.txt
 
 Reads ``[project] dependencies`` and the ``backends`` extra (the libraries the support
 policy in docs/platforms.md covers) and turns every ``name>=X`` into ``name==X``, keeping
 environment markers, so the oldest-dependencies CI job (scripts/ci/job_deps.sh oldest)
-installs exactly the declared minimums. ``--test-tools`` prints the rest of the ``test``
-extra instead, as written (pip resolves the test tools), less CuPy and NVRTC (no GPU; their
-compile-only test belongs to the main run). Standard library only (tomllib, Python >= 3.11).
+installs exactly the declared minimums. ``--requirements`` prints those requirements as
+written (the package's dependencies and the backends extra); ``--test-tools`` the rest of
+the ``test`` extra, as written (pip resolves the test tools), less CuPy and NVRTC (no GPU;
+their compile-only test belongs to the main run). Standard library only (tomllib, Python >= 3.11).
 """
 
 from __future__ import annotations
@@ -28,13 +30,16 @@ _REQ = re.compile(
 )
 
 
+def requirements(pyproject: Path) -> list[str]:
+    """Return the package's dependencies and its ``backends`` extra, as written."""
+    project = tomllib.loads(pyproject.read_text())["project"]
+    return [*project["dependencies"], *project["optional-dependencies"]["backends"]]
+
+
 def pins(pyproject: Path) -> list[str]:
     """Return ``name==version[; marker]`` for every lower-bounded runtime/backend requirement."""
-    project = tomllib.loads(pyproject.read_text())["project"]
-    requirements = list(project["dependencies"])
-    requirements += project["optional-dependencies"]["backends"]
     out = []
-    for requirement in requirements:
+    for requirement in requirements(pyproject):
         match = _REQ.match(requirement)
         if match is None:
             raise SystemExit(f"{requirement!r}: no lower bound (>=) to pin")
@@ -52,7 +57,12 @@ def test_tools(pyproject: Path) -> list[str]:
 def main(argv: list[str]) -> int:
     """Print the pins (or, with ``--test-tools``, the test tools) of the repository."""
     path = Path(__file__).resolve().parents[2] / "pyproject.toml"
-    print("\n".join(test_tools(path) if "--test-tools" in argv else pins(path)))
+    if "--test-tools" in argv:
+        print("\n".join(test_tools(path)))
+    elif "--requirements" in argv:
+        print("\n".join(requirements(path)))
+    else:
+        print("\n".join(pins(path)))
     return 0
 
 

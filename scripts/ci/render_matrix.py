@@ -29,13 +29,26 @@ def _commit() -> str:
     """The checkout's commit (``+changes`` when the tree differs from it), or ``unknown``."""
     try:
         sha = subprocess.run(
-            ["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT, capture_output=True,
-            text=True, check=True,
+            ["git", "rev-parse", "--short=12", "HEAD"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
         ).stdout.strip()
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
-             ":!docs/platform_matrix.inc"],
-            cwd=ROOT, capture_output=True, text=True, check=True,
+            [
+                "git",
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                ".",
+                ":!docs/platform_matrix.inc",
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
         ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
@@ -60,7 +73,7 @@ def cell(record: dict[str, object]) -> str:
 
 def _python_key(version: str) -> tuple[int, ...]:
     digits = version.rstrip("t").split(".")
-    return tuple(int(d) for d in digits if d.isdigit()) + (version.endswith("t"),)
+    return (*(int(d) for d in digits if d.isdigit()), version.endswith("t"))
 
 
 def render(records: list[dict[str, object]]) -> str:
@@ -68,8 +81,11 @@ def render(records: list[dict[str, object]]) -> str:
     records = sorted(
         records,
         key=lambda r: (
-            _ORDER.get(str(r["job"]), 3), str(r["cpu"]) != "x86_64",
-            _python_key(str(r["python"])), str(r["cpu"]), str(r["job"]),
+            _ORDER.get(str(r["job"]), 3),
+            str(r["cpu"]) != "x86_64",
+            _python_key(str(r["python"])),
+            str(r["cpu"]),
+            str(r["job"]),
         ),
     )
     today = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")

@@ -19,7 +19,7 @@
 # The venvs live under ${ARRAYSELECT_CI_CACHE:-~/.cache/arrayselect-ci} and are the cache:
 # the oldest one is rebuilt when pyproject.toml or setup.py change; the newest one is
 # upgraded in place on every run (pip downloads only what was released since).
-# ARRAYSELECT_DEPS_PYTEST_ARGS replaces the default test selection. Ends with
+# ARRAYSELECT_DEPS_PYTEST_ARGS replaces the default test selection (below). Ends with
 # scripts/ci/record.py (one line, one JSON file); exits non-zero when a test fails.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -75,7 +75,14 @@ import importlib.metadata as m
 print(', '.join(f'{n} {m.version(n)}' for n in ('numpy', 'jax', 'torch', 'dask',
       'array-api-compat', 'array-api-strict', 'array-api-extra', 'ml_dtypes')))")
 echo "job_deps $SET: $versions"
-read -r -a args <<< "${ARRAYSELECT_DEPS_PYTEST_ARGS:-tests}"
+# The default selection: the tests whose outcome depends on the libraries' versions (their
+# promotion, dtypes, eager and compiled calls, JAX's 64-bit mode, torch's kernels, Dask's
+# graphs, the sdist and plugin builds) - not the NumPy kernel's own tests, the docs, the
+# examples or the benchmarks, which the main run has (CI's time: docs/platforms.md).
+DEFAULT_TESTS="tests/test_where.py tests/test_select_family.py tests/test_mixed_libraries.py \
+tests/test_torch_backend.py tests/test_jax_transforms.py tests/test_dask_lazy.py \
+tests/test_registry.py tests/test_dtypes.py tests/test_no_kernel.py tests/test_packaging.py"
+read -r -a args <<< "${ARRAYSELECT_DEPS_PYTEST_ARGS:-$DEFAULT_TESTS}"
 set +e
 "$VENV/bin/python" -m pytest -q -p no:cacheprovider --junitxml="$JUNIT" "${args[@]}"
 status=$?

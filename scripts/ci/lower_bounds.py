@@ -7,13 +7,13 @@ Usage::
     python3 scripts/ci/lower_bounds.py --test-tools > tools.txt
     pip install -c oldest.txt -r requirements.txt -r tools.txt
 
-Reads ``[project] dependencies`` and the ``backends`` extra (the libraries the support
-policy in docs/platforms.md covers) and turns every ``name>=X`` into ``name==X``, keeping
-environment markers, so the oldest-dependencies CI job (scripts/ci/job_deps.sh oldest)
-installs exactly the declared minimums. ``--requirements`` prints those requirements as
-written (the package's dependencies and the backends extra); ``--test-tools`` the rest of
-the ``test`` extra, as written (pip resolves the test tools), less CuPy and NVRTC (no GPU;
-their compile-only test belongs to the main run). Standard library only (tomllib, Python >= 3.11).
+Reads ``[project] dependencies``, the ``backends`` extra and array-api-extra (the
+libraries the support policy in docs/platforms.md covers) and turns every ``name>=X`` into
+``name==X``, keeping environment markers, so the oldest-dependencies CI job
+(scripts/ci/job_deps.sh oldest) installs exactly the declared minimums. ``--requirements``
+prints those requirements as written; ``--test-tools`` the rest of the ``test`` extra, as
+written (pip resolves the test tools), less CuPy and NVRTC (no GPU; their compile-only test
+belongs to the main run). Standard library only (tomllib, Python >= 3.11).
 """
 
 from __future__ import annotations
@@ -33,7 +33,14 @@ _REQ = re.compile(
 def requirements(pyproject: Path) -> list[str]:
     """Return the package's dependencies and its ``backends`` extra, as written."""
     project = tomllib.loads(pyproject.read_text())["project"]
-    return [*project["dependencies"], *project["optional-dependencies"]["backends"]]
+    extras = project["optional-dependencies"]
+    return [*project["dependencies"], *extras["backends"], *_policy_test_deps(extras["test"])]
+
+
+def _policy_test_deps(test: list[str]) -> list[str]:
+    # array-api-extra is a test dependency (the reference of apply_where) that the support
+    # policy covers like the libraries: pinned too
+    return [r for r in test if r.startswith("array-api-extra")]
 
 
 def pins(pyproject: Path) -> list[str]:
@@ -51,7 +58,7 @@ def test_tools(pyproject: Path) -> list[str]:
     """Return the ``test`` extra's own requirements (not the backends, CuPy or NVRTC)."""
     test = tomllib.loads(pyproject.read_text())["project"]["optional-dependencies"]["test"]
     skip = ("arrayselect", "cupy", "nvidia-")
-    return [r for r in test if not r.startswith(skip)]
+    return [r for r in test if not r.startswith(skip) and r not in _policy_test_deps(test)]
 
 
 def main(argv: list[str]) -> int:

@@ -339,9 +339,14 @@ class JaxBackend(Backend):
     )
     device_hint = "move them explicitly with jax.device_put"
 
+    # The hint names only what this JAX has: jax.enable_x64 (the block) is missing from
+    # older releases we support (JAX 0.5 has only jax.experimental.enable_x64).
     wider_dtypes_hint = (
         "turn on JAX's 64-bit mode (jax.config.update('jax_enable_x64', True), the "
         "JAX_ENABLE_X64=1 environment variable, or a jax.enable_x64(True) block)"
+        if hasattr(jax, "enable_x64")
+        else "turn on JAX's 64-bit mode (jax.config.update('jax_enable_x64', True) or the "
+        "JAX_ENABLE_X64=1 environment variable)"
     )
 
     def __init__(self, cache_size: int = DEFAULT_CACHE_SIZE) -> None:

@@ -21,6 +21,7 @@ from arrayselect.plugin import (
     OutLayout,
     SelectPlan,
     SelectShapeError,
+    SelectTypeError,
     SelectValueError,
     Shape,
     portable_forced,
@@ -210,7 +211,17 @@ class PortableBackend(Backend):
             else_ = xp.reshape(else_, else_shape)
         if not xp.isdtype(cond.dtype, "bool"):
             cond = cond != 0
-        result = xp.where(cond, then, else_)
+        try:
+            result = xp.where(cond, then, else_)
+        except RuntimeError as err:
+            # an old library without a where kernel for this dtype (torch < 2.7: uint16/32/
+            # 64 and float8, '"where_cpu" not implemented'): say so, not the library's error
+            if "not implemented" not in str(err):
+                raise
+            raise SelectTypeError(
+                f"then has dtype {then.dtype}, for which this {xp.__name__} has no where "
+                f"kernel ({err}); upgrade it or cast then and else to a dtype it supports"
+            ) from err
         if out is not None:
             return self.write_out(result, out)
         if result.dtype != then.dtype:

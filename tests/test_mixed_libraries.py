@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 from oracle import bits_equal, oracle_select
-from xp_helpers import numpy_dtype, select_after_warming, to_numpy
+from xp_helpers import jax_x64, numpy_dtype, select_after_warming, to_numpy
 
 import arrayselect as asel
 from arrayselect import plugin
@@ -95,7 +95,7 @@ def _scalar(dtype: np.dtype[Any]) -> bool | int | float | complex:
 
 @contextlib.contextmanager
 def _x64(enabled: bool) -> Iterator[None]:
-    with jax.enable_x64(enabled):
+    with jax_x64(jax, enabled):
         yield
 
 

@@ -28,6 +28,7 @@ from xp_helpers import (
     Backend,
     backend_kind,
     from_numpy,
+    jax_x64,
     numpy_dtype,
     supports_out,
     to_numpy,
@@ -706,11 +707,11 @@ def test_family_memo_follows_jax_x64_mode() -> None:
     """
     jax = pytest.importorskip("jax")
     jnp = pytest.importorskip("jax.numpy")
-    with jax.enable_x64(True):
+    with jax_x64(jax, True):
         which = jnp.array([0, 1, 0], jnp.int32)
         a = jnp.arange(3, dtype=jnp.float64)
         assert asel.select_n(which, a, a).dtype == jnp.float64
         assert asel.select_n(which, a, a).dtype == jnp.float64
         assert asel.select_cases([which == 0], [a], a).dtype == jnp.float64
-    with jax.enable_x64(False), pytest.raises(asel.SelectTypeError, match="float64"):
+    with jax_x64(jax, False), pytest.raises(asel.SelectTypeError, match="float64"):
         asel.select_n(which, a, a)

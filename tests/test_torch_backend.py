@@ -65,7 +65,13 @@ def test_every_dtype_through_the_kernel_bit_exact(dtype: Any) -> None:
     got = asel.select(cond, then, else_)
     assert _kernel_calls() == before + 1
     assert got.dtype == dtype and got.shape == (BIG,)
-    assert torch.equal(_bits(got), _bits(torch.where(cond, then, else_)))
+    # the oracle on integer views (torch < 2.7 has no where for uint16/32/64 and float8);
+    # complex128's view has two integers an element
+    if then.element_size() == 16:
+        expected = _bits(torch.where(cond, then, else_))
+    else:
+        expected = torch.where(cond, _bits(then), _bits(else_))
+    assert torch.equal(_bits(got), expected)
 
 
 @pytest.mark.parametrize("cond_dtype", [torch.int8, torch.uint8, torch.int32, torch.int64])

@@ -119,12 +119,31 @@ def dtype_skip_reason(xp: ModuleType, name: str) -> str | None:
             "dask has no bfloat16 of its own (array_api_compat's dask isdtype rejects "
             "ml_dtypes dtypes)"
         )
+    if xp.__name__ == "torch" and arrayselect_is_portable() and _torch_where_lacks(xp, name):
+        return (
+            f"this torch ({xp.__version__}) has no where kernel for {name}: the portable "
+            "backend raises SelectTypeError saying so (tests/test_dtypes.py checks it)"
+        )
     if xp.__name__ == "numpy" and name == "bfloat16" and arrayselect_is_portable():
         return (
             "bfloat16 is not an Array API standard dtype: the portable backend classifies "
             "dtypes with xp.isdtype, which rejects ml_dtypes dtypes"
         )
     return None
+
+
+def _torch_where_lacks(torch: ModuleType, name: str) -> bool:
+    """Whether ``torch.where`` has no CPU kernel for dtype ``name`` (torch < 2.7: uint16/32/
+    64 and the float8 dtypes)."""
+    dtype = getattr(torch, name, None)
+    if dtype is None:
+        return False
+    x = torch.zeros(1, dtype=dtype)
+    try:
+        torch.where(torch.ones(1, dtype=torch.bool), x, x)
+    except RuntimeError:
+        return True
+    return False
 
 
 def skip_dtype(xp: ModuleType, name: str) -> None:
@@ -164,6 +183,16 @@ def to_numpy(x: Any) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- subprocesses
+
+
+def jax_x64(jax: ModuleType, enabled: bool) -> Any:
+    """JAX's thread-local 64-bit-mode block: ``jax.enable_x64``, or on the JAX releases
+    that lack it (before 0.8; the lower bound is 0.5) ``jax.experimental.enable_x64``."""
+    if hasattr(jax, "enable_x64"):
+        return jax.enable_x64(enabled)
+    import jax.experimental
+
+    return jax.experimental.enable_x64(enabled)
 
 
 def run_without(module: str, code: str) -> subprocess.CompletedProcess[str]:

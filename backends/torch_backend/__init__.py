@@ -108,8 +108,10 @@ for _name in (
 ):
     if hasattr(torch, _name):
         _KINDS[getattr(torch, _name)] = "float"
-for _name in ("complex32", "complex64", "complex128"):
-    _KINDS[getattr(torch, _name)] = "complex"
+# bcomplex32 (two bfloat16s): torch >= 2.14 promotes complex with bfloat16 to it
+for _name in ("complex32", "bcomplex32", "complex64", "complex128"):
+    if hasattr(torch, _name):
+        _KINDS[getattr(torch, _name)] = "complex"
 
 # The NumPy dtype the kernel sees for each torch dtype: the dtype itself where
 # NumPy has it, else the unsigned integer of its size (raw bits).
@@ -208,6 +210,46 @@ def _torch_is_watching() -> bool:
     )
 
 
+def _where_lacks(dtype: torch.dtype) -> bool:
+    """Whether this torch's CPU ``torch.where`` has no kernel for ``dtype`` (torch < 2.7
+    for uint16/32/64 and the float8 dtypes: ``"where_cpu" not implemented``)."""
+    try:
+        x = torch.zeros(1, dtype=dtype)
+        torch.where(torch.ones(1, dtype=torch.bool), x, x)
+    except (RuntimeError, TypeError):
+        return True
+    return False
+
+
+#: The dtypes torch.where lacks here, each with the signed integer of its size: Select
+#: moves bits, so the where runs on those views (a working fallback, not torch's error).
+_WHERE_AS: dict[torch.dtype, torch.dtype] = {
+    dtype: {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[
+        torch.empty(0, dtype=dtype).element_size()
+    ]
+    for dtype in _KINDS
+    if dtype.itemsize <= 8 and _where_lacks(dtype)
+}
+
+
+def _where_bits(cond: Any, then: Any, else_: Any) -> Any:
+    """``torch.where`` for a dtype of :data:`_WHERE_AS`: on same-size integer views."""
+    dtype = then.dtype if isinstance(then, torch.Tensor) else else_.dtype
+    raw = _WHERE_AS[dtype]
+    device = cond.device
+    then, else_ = (
+        (x if isinstance(x, torch.Tensor) else torch.tensor(x, dtype=dtype, device=device))
+        .to(dtype)
+        .view(raw)
+        for x in (then, else_)
+    )
+    return torch.where(cond, then, else_).view(dtype)
+
+
+def _dtype_of(then: Any, else_: Any) -> Any:
+    return then.dtype if isinstance(then, torch.Tensor) else getattr(else_, "dtype", None)
+
+
 def _compose(
     cond: Any, then: Any, else_: Any, aligned: Any, cond_bool: bool, out: Any = None
 ) -> Any:
@@ -221,7 +263,10 @@ def _compose(
         else_ = else_.reshape(e_shape)
     if not cond_bool:
         cond = cond != 0
-    result = torch.where(cond, then, else_)
+    if _WHERE_AS and _dtype_of(then, else_) in _WHERE_AS:
+        result = _where_bits(cond, then, else_)
+    else:
+        result = torch.where(cond, then, else_)
     if out is None:
         return result
     out.copy_(result)  # then the result is out's, wherever out aliases an input
@@ -514,7 +559,7 @@ class TorchBackend(Backend):
         plan = decision.plan
         small = math.prod(plan.out_shape) < self.kernel_min_size  # type: ignore[arg-type]
         plain = decision.cond_bool and not decision.with_out and plan.aligned == (None,) * 3
-        if small and plain:
+        if small and plain and decision.dtype not in _WHERE_AS:
             return torch.where
         dtype, cond_bool = decision.dtype, decision.cond_bool
 

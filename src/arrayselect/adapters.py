@@ -414,6 +414,10 @@ class TorchAdapter(Library):
         x = x.detach().cpu()
         if x.dtype == torch.bfloat16:
             return np.asarray(x.view(torch.int16).numpy().view(numpy_dtype("bfloat16")))
+        if x.dtype in (torch.complex32, getattr(torch, "bcomplex32", None)):
+            # NumPy has no complex of two 16-bit floats (torch >= 2.14 promotes to them):
+            # widened to complex64, which holds every value exactly
+            x = x.to(torch.complex64)
         return np.asarray(x.numpy())
 
     def sync(self, x: Any) -> Any:

@@ -235,8 +235,8 @@ def select_cases(condlist: Any, choicelist: Any, default: Any = 0, /) -> Any:
         # Only Python scalars: the library's default dtype of the highest kind among
         # them (what np.select, jnp.select and torch give); the conditions name the
         # library, whose namespace needs an array to promote.
-        kind = max((type(x) for x in promoted), key=_SCALAR_KINDS.index)
-        promoted = [backend.namespace(*[c for _, c in conds]).asarray(kind(0))]
+        top = max((type(x) for x in promoted), key=_SCALAR_KINDS.index)
+        promoted = [backend.namespace(*[c for _, c in conds]).asarray(top(0))]
     try:
         dtype = backend.promote(promoted)
     except Exception as exc:  # the library does not promote these

@@ -39,10 +39,10 @@ tests=(tests --ignore=tests/test_docs.py --ignore=tests/test_doc_links.py
   --ignore=tests/test_cupy_backend.py --ignore=tests/test_cupy_kernels.py
   --ignore=tests/test_cupy_backend_emulated.py --ignore=tests/test_examples.py
   --ignore=tests/test_scale_out_example.py)
-# jax<0.12: JAX 0.12's own jnp.where no longer keeps float8_e4m3/e3m4/e5m2 NaN payloads
-# bit for bit (tests/test_jax_transforms.py); that is a newest-dependency finding, not
-# an interpreter's, so these jobs stay on the JAX the 3.11 job was measured with.
-pkgs="numpy pytest hypothesis threadpoolctl flatbuffers build array-api-compat array-api-strict array-api-extra ml_dtypes jax<0.12 dask[array,distributed]"
+# JAX as the 3.11 job has it (0.10.2, which has cp312-cp314 wheels): with jaxlib 0.11.2
+# and 0.12.0.1 a select on float8_e3m4/e4m3/e5m2 loses NaN payloads
+# (tests/test_jax_transforms.py), a newer-dependency finding rather than an interpreter's.
+pkgs="numpy pytest hypothesis threadpoolctl flatbuffers build array-api-compat array-api-strict array-api-extra ml_dtypes jax==0.10.2 jaxlib==0.10.2 dask[array,distributed]"
 
 # Where to run: "root" (a sid chroot) or "host" (the machine's python3.X).
 mode=""
@@ -58,8 +58,11 @@ if command -v mmdebstrap > /dev/null || { command -v apt-get > /dev/null && apt-
   fi
 fi
 if [ -z "$mode" ]; then
-  for cand in "$(command -v "python$version" || true)" "$HOME"/.pyenv/versions/"$version".*/bin/python"$version"; do
-    if [ -n "$cand" ] && [ -x "$cand" ]; then host_py=$cand; mode=host; break; fi
+  # pyenv's own install first: its shim on PATH fails unless that version is selected
+  for cand in "$HOME"/.pyenv/versions/"$version".*/bin/python"$version" "$(command -v "python$version" || true)"; do
+    if [ -n "$cand" ] && [ -x "$cand" ] && "$cand" -c 'import ssl, venv' 2> /dev/null; then
+      host_py=$cand; mode=host; break
+    fi
   done
 fi
 [ -n "$mode" ] || skip "no CPython $version: Debian sid does not ship it and this machine has no python$version"
@@ -90,6 +93,7 @@ if [ "$mode" = root ]; then
       echo "made the root in $((SECONDS - t0)) s"
     else
       echo "adding python$version to the sid root"
+      cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
       chroot "$root" sh -c "apt-get -o Acquire::Check-Valid-Until=false update -q > /dev/null && \
         apt-get install -y -q python$version python$version-venv python$version-dev > /dev/null"
     fi

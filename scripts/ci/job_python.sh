@@ -47,7 +47,12 @@ pkgs="numpy pytest hypothesis threadpoolctl flatbuffers build array-api-compat a
 # Where to run: "root" (a sid chroot) or "host" (the machine's python3.X).
 mode=""
 root="$cache/sid-root"
-if command -v mmdebstrap > /dev/null || { command -v apt-get > /dev/null && apt-get install -y -q mmdebstrap > /dev/null 2>&1; }; then
+install_mmdebstrap() {  # a fresh machine's apt knows no package before an update
+  command -v apt-get > /dev/null || return 1
+  apt-get install -y -q mmdebstrap > /dev/null 2>&1 \
+    || { apt-get update -q > /dev/null 2>&1 && apt-get install -y -q mmdebstrap > /dev/null 2>&1; }
+}
+if command -v mmdebstrap > /dev/null || install_mmdebstrap; then
   if [ -x "$root/usr/bin/python$version" ]; then
     mode=root
   else

@@ -152,7 +152,7 @@ echo "job $job: the whole pytest log is $cache/logs/$job-pytest.log"
 set -e
 echo "job $job: $((SECONDS - start)) s"
 if grep -q 'failures="0"' "$work/junit.xml" 2>/dev/null && grep -q 'errors="0"' "$work/junit.xml" && [ "$status" -eq 0 ]; then
-  record run "numpy, jax, dask, array-api-strict/extra, ml_dtypes; no torch (a CUDA build of several GB on this Python)" "$work/junit.xml"
+  record run "numpy, JAX 0.10.2, dask, array-api-strict/extra, ml_dtypes (newest but JAX); no torch (a CUDA build of several GB on this Python)" "$work/junit.xml"
 else
   record failed "pytest failed" "$work/junit.xml"
   exit 1

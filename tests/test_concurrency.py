@@ -87,10 +87,11 @@ DTYPES = ["float32", "float64", "int8", "uint16", "int64", "bool", "complex64"]
 def _spec(rng: np.random.Generator, i: int, libs: list[str]) -> dict[str, Any]:
     """One call: library, NumPy inputs, options; about one in six is invalid."""
     lib = libs[i % len(libs)]
-    if lib == "dask" and i % 5:
+    if lib == "dask" and (i // len(libs)) % 5:
         lib = "numpy"  # Dask lightly: each call builds and computes a graph
     if lib == "jax" and (i // len(libs)) % 3:
-        lib = "torch"  # JAX compiles once per shape and dtype: keep those few
+        # JAX compiles once per shape and dtype: keep those few
+        lib = "torch" if "torch" in libs else "numpy"
     opts = dict(MODES[int(rng.integers(len(MODES)))])
     dtype = np.dtype(DTYPES[int(rng.integers(len(DTYPES)))])
     n, m = int(rng.integers(0, 4)), int(rng.integers(1, 5))

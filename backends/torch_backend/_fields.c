@@ -42,6 +42,13 @@ typedef int32_t (*read_i32)(void *, int32_t *);
 typedef int32_t (*read_i64)(void *, int64_t *);
 typedef int32_t (*read_sizes)(void *, int64_t **);
 
+/* The slots are read and swapped in a critical section on the object (free-threaded
+ * builds; nothing with the GIL, and on Pythons before 3.13, which have no such build). */
+#ifndef Py_BEGIN_CRITICAL_SECTION
+#define Py_BEGIN_CRITICAL_SECTION(op) {
+#define Py_END_CRITICAL_SECTION() }
+#endif
+
 /* Signatures of more dimensions than this are not held (they go to the cache). */
 #define MAX_DIMS 16
 
@@ -113,20 +120,25 @@ recent_call(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *
             Py_RETURN_NOTIMPLEMENTED;
         }
     }
-    for (int s = 0; s < 2; s++) {
+    PyObject *run = NULL;
+    Py_BEGIN_CRITICAL_SECTION(self);
+    for (int s = 0; s < 2 && run == NULL; s++) {
         Slot *slot = &self->slots[s];
         if (slot->run != NULL && slot->options[0] == args[3] && slot->options[1] == args[4] &&
             slot->options[2] == args[5] && same_fields(&f[0], &slot->fields[0]) &&
             same_fields(&f[1], &slot->fields[1]) && same_fields(&f[2], &slot->fields[2])) {
             /* run may drop the slot (a remember from another thread): hold it */
-            PyObject *run = slot->run;
+            run = slot->run;
             Py_INCREF(run);
-            PyObject *result = PyObject_Vectorcall(run, args, 3, NULL);
-            Py_DECREF(run);
-            return result;
         }
     }
-    Py_RETURN_NOTIMPLEMENTED;
+    Py_END_CRITICAL_SECTION();
+    if (run == NULL) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    PyObject *result = PyObject_Vectorcall(run, args, 3, NULL);
+    Py_DECREF(run);
+    return result;
 }
 
 PyDoc_STRVAR(fast_path_doc,
@@ -188,9 +200,12 @@ recent_remember(RecentCalls *self, PyObject *const *args, Py_ssize_t nargs)
     }
     Py_INCREF(args[6]);
     fresh.run = args[6];
-    Slot dropped = self->slots[1];
+    Slot dropped;
+    Py_BEGIN_CRITICAL_SECTION(self);
+    dropped = self->slots[1];
     self->slots[1] = self->slots[0];
     self->slots[0] = fresh;
+    Py_END_CRITICAL_SECTION();
     clear_slot(&dropped); /* last: its decrefs may run Python code */
     Py_RETURN_TRUE;
 }
@@ -228,7 +243,11 @@ PyDoc_STRVAR(held_doc, "held()\n--\n\nHow many signatures are held (0, 1 or 2)."
 static PyObject *
 recent_held(RecentCalls *self, PyObject *Py_UNUSED(ignored))
 {
-    return PyLong_FromLong((self->slots[0].run != NULL) + (self->slots[1].run != NULL));
+    long held;
+    Py_BEGIN_CRITICAL_SECTION(self);
+    held = (self->slots[0].run != NULL) + (self->slots[1].run != NULL);
+    Py_END_CRITICAL_SECTION();
+    return PyLong_FromLong(held);
 }
 
 PyDoc_STRVAR(forget_doc, "forget()\n--\n\nDrop the held signatures.");
@@ -236,8 +255,12 @@ PyDoc_STRVAR(forget_doc, "forget()\n--\n\nDrop the held signatures.");
 static PyObject *
 recent_forget(RecentCalls *self, PyObject *Py_UNUSED(ignored))
 {
-    Slot dropped[2] = {self->slots[0], self->slots[1]};
+    Slot dropped[2];
+    Py_BEGIN_CRITICAL_SECTION(self);
+    dropped[0] = self->slots[0];
+    dropped[1] = self->slots[1];
     memset(self->slots, 0, sizeof(self->slots));
+    Py_END_CRITICAL_SECTION();
     clear_slot(&dropped[0]);
     clear_slot(&dropped[1]);
     Py_RETURN_NONE;
@@ -364,6 +387,9 @@ PyInit__fields(void)
     if (m == NULL) {
         return NULL;
     }
+#ifdef Py_GIL_DISABLED
+    PyUnstable_Module_SetGIL(m, Py_MOD_GIL_NOT_USED); /* slots: critical sections */
+#endif
     if (as_add_type(m, "RecentCalls", &RecentCallsType) < 0) {
         Py_DECREF(m);
         return NULL;

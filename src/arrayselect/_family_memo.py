@@ -186,12 +186,13 @@ def remember(
     key = signature(kind, operands)
     if key is None:
         return
-    if len(_memos) >= _CACHE_SIZE:
-        _memos.clear()  # cheap to decide again; keeps the bound
-    # No lock: a lost race only costs deciding again.
+    # No lock: a lost race only costs deciding again. Trimmed after inserting, so
+    # that each thread leaves it within its bound, with or without a GIL.
     _memos[key] = Memo(
         backend, where, backend.dtype_mode(), shape, dtype, tuple(plans), devices, like_at
     )
+    if len(_memos) > _CACHE_SIZE:
+        _memos.clear()  # cheap to decide again
 
 
 def clear() -> None:

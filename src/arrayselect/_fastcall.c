@@ -15,6 +15,12 @@
  * Entries of the cache dict are tuples (decision, prepared, then_range,
  * else_range): the Decision, what `run` receives, and the ScalarRange of a
  * Python-scalar operand or None.
+ *
+ * Threads: a SignatureCall's fields never change after construction, and the
+ * entry is taken from the dict as a strong reference (PyDict_GetItemRef), so
+ * on a free-threaded build another thread evicting it (the miss handler, under
+ * SignatureCache's lock) cannot free it under this call. Entries are tuples:
+ * read-only once made.
  */
 
 #define PY_SSIZE_T_CLEAN
@@ -40,6 +46,23 @@ typedef struct {
 } SignatureCall;
 
 static PyObject *s_admits, *s_prepare;
+
+/* cache[key] as a new reference: 1 found, 0 not found, -1 error. */
+static int
+cache_get(PyObject *cache, PyObject *key, PyObject **entry)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return PyDict_GetItemRef(cache, key, entry);
+#else
+    /* with the GIL, nothing runs between the lookup and the incref */
+    *entry = PyDict_GetItemWithError(cache, key);
+    if (*entry == NULL) {
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    Py_INCREF(*entry);
+    return 1;
+#endif
+}
 
 static int
 is_scalar_type(PyTypeObject *t)
@@ -221,9 +244,11 @@ signature_call(PyObject *callable, PyObject *const *args, size_t nargsf, PyObjec
         PyTuple_SET_ITEM(key, k + 1, args[k]);
     }
 
-    PyObject *entry = PyDict_GetItemWithError(self->cache, key);
-    if (entry == NULL) {
-        if (PyErr_Occurred()) {
+    PyObject *entry;
+    r = cache_get(self->cache, key, &entry); /* owned: the checks below run Python
+                                                code, which may evict it */
+    if (r <= 0) {
+        if (r < 0) {
             Py_DECREF(key);
             return NULL;
         }
@@ -232,7 +257,6 @@ signature_call(PyObject *callable, PyObject *const *args, size_t nargsf, PyObjec
         Py_DECREF(key);
         return result;
     }
-    Py_INCREF(entry); /* the checks below run Python code, which may evict it */
     Py_DECREF(key);
     PyObject *prepared = PyTuple_GET_ITEM(entry, 1);
     PyObject *then_range = PyTuple_GET_ITEM(entry, 2);
@@ -378,6 +402,10 @@ PyInit__fastcall(void)
     if (m == NULL) {
         return NULL;
     }
+#ifdef Py_GIL_DISABLED
+    /* Safe without the GIL: see "Threads" at the top. */
+    PyUnstable_Module_SetGIL(m, Py_MOD_GIL_NOT_USED);
+#endif
     if (as_add_type(m, "SignatureCall", &SignatureCallType) < 0) {
         Py_DECREF(m);
         return NULL;

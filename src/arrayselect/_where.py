@@ -248,10 +248,11 @@ def _decide(key: Hashable | None, condition: Any, x1: Any, x2: Any) -> _Promotio
     )
     if key is not None:
         # No lock (tracing compilers follow plain dictionary operations): a lost
-        # race only costs deciding again.
-        if len(_promotions) >= _CACHE_SIZE:
-            _promotions.clear()  # cheap to decide again; keeps the bound
+        # race only costs deciding again. Trimmed after inserting, so that each
+        # thread leaves it within its bound, with or without a GIL.
         _promotions[key] = promotion
+        if len(_promotions) > _CACHE_SIZE:
+            _promotions.clear()  # cheap to decide again
     return promotion
 
 

@@ -234,7 +234,7 @@ sk_core(PyArray_Descr *descr, npy_intp csz, npy_intp strides[4][SK_MAXDIMS], cha
         return sk_describe(&job, 1);
     }
     sk_execute(&job);
-    sk_temp_calls++;
+    sk_atomic_inc_u64(&sk_temp_calls);
     if (PyArray_CopyInto(out, tmp) < 0) {
         Py_DECREF(tmp);
         Py_DECREF(out);
@@ -350,9 +350,9 @@ sk_set_num_threads(PyObject *NPY_UNUSED(self), PyObject *arg)
         return NULL;
     }
 #if SK_HAVE_THREADS
-    sk_num_threads = (int)n;
+    SK_STORE(sk_num_threads, (int)n);
 #else
-    sk_num_threads = 1;
+    SK_STORE(sk_num_threads, 1);
 #endif
     Py_RETURN_NONE;
 }
@@ -360,7 +360,7 @@ sk_set_num_threads(PyObject *NPY_UNUSED(self), PyObject *arg)
 static PyObject *
 sk_get_num_threads(PyObject *NPY_UNUSED(self), PyObject *NPY_UNUSED(args))
 {
-    return PyLong_FromLong(sk_num_threads);
+    return PyLong_FromLong(SK_LOAD(sk_num_threads));
 }
 
 static PyObject *
@@ -547,14 +547,14 @@ SK_EXPORT void arrayselect_set_num_threads(int n);
 SK_EXPORT int
 arrayselect_get_num_threads(void)
 {
-    return sk_num_threads;
+    return SK_LOAD(sk_num_threads);
 }
 
 SK_EXPORT void
 arrayselect_set_num_threads(int n)
 {
 #if SK_HAVE_THREADS
-    sk_num_threads = n < 1 ? 1 : n > SK_MAX_THREADS ? SK_MAX_THREADS : n;
+    SK_STORE(sk_num_threads, n < 1 ? 1 : n > SK_MAX_THREADS ? SK_MAX_THREADS : n);
 #else
     (void)n;
 #endif
@@ -652,6 +652,12 @@ PyInit__select_kernel(void)
     if (m == NULL) {
         return NULL;
     }
+#ifdef Py_GIL_DISABLED
+    /* Safe without the GIL: the plan cache takes a PyMutex (sk_fast.c), the output
+     * pool its own lock (sk_memory.c), the thread pool its locks and atomics
+     * (sk_pool.c), and counters and settings are atomic. */
+    PyUnstable_Module_SetGIL(m, Py_MOD_GIL_NOT_USED);
+#endif
     if (sk_memory_init() < 0 || sk_isa_init() < 0) {
         Py_DECREF(m);
         return NULL;

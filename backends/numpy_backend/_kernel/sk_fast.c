@@ -15,8 +15,18 @@
  * "out's verdict" below), else the core's check_out_layout. Any doubt goes to
  * the general path, which raises the error. Calls this path does
  * not know (subclasses, NumPy scalars, options of other types, two Python
- * scalars) return NotImplemented. The cache is a direct-mapped table used with
- * the GIL held.
+ * scalars) return NotImplemented. The cache is a direct-mapped table.
+ *
+ * Threads. With the GIL, the GIL guards the table. A free-threaded build
+ * (Py_GIL_DISABLED) guards it with sk_cache_mu, a PyMutex (which lets the
+ * waiting thread detach, so a stop-the-world pause cannot deadlock on it):
+ * under it a call compares its key with the slot's and copies what it needs
+ * (taking references to the objects the entry owns); everything that may run
+ * Python code (a scalar's range check, check_out, the miss and general paths,
+ * the kernel) runs on the copy, after the lock is released. `remember`,
+ * `clear_cache` and `configure` swap entries and callables under the lock
+ * and release the old references after it. The table's and the callables'
+ * state is the same in both builds.
  */
 
 #include "sk_kernel.h"
@@ -89,8 +99,30 @@ static sk_entry sk_cache[SK_CACHE_SLOTS];
 static PyObject *sk_miss = NULL, *sk_general = NULL, *sk_check_out = NULL;
 /* configure(): the backend's out_layout is NumpyBackend's, so verdicts may be cached */
 static int sk_cache_out_verdict = 0;
+/* counters, under the lock (hits, misses) or atomic (out_checks) */
 static unsigned long long sk_out_checks = 0;
 static unsigned long long sk_fast_hits = 0, sk_fast_misses = 0;
+
+/* Everything above is read and written under this lock (see "Threads"). */
+#ifdef Py_GIL_DISABLED
+static PyMutex sk_cache_mu = {0};
+#define SK_CACHE_LOCK() PyMutex_Lock(&sk_cache_mu)
+#define SK_CACHE_UNLOCK() PyMutex_Unlock(&sk_cache_mu)
+#else
+#define SK_CACHE_LOCK() ((void)0) /* the GIL */
+#define SK_CACHE_UNLOCK() ((void)0)
+#endif
+
+/* A new reference to one of the configured callables (NULL before configure). */
+static PyObject *
+sk_callable(PyObject *const *slot)
+{
+    SK_CACHE_LOCK();
+    PyObject *fn = *slot;
+    Py_XINCREF(fn);
+    SK_CACHE_UNLOCK();
+    return fn;
+}
 
 static inline Py_hash_t
 sk_mix(Py_hash_t h, Py_hash_t v)
@@ -303,16 +335,16 @@ sk_out_accepted(sk_entry *E, PyObject *out)
     E->out_ok.known = PyArray_ISWRITEABLE(o); /* always, for an out the core accepted */
 }
 
-/* 1: out gets the verdict the core gave E's recorded out (pass), 0: ask the core. */
+/* 1: out gets the verdict the core gave the entry's recorded out (pass), 0: ask the core. */
 static int
-sk_out_known(const sk_entry *E, PyArrayObject *out)
+sk_out_known(const sk_out_verdict *V, PyArrayObject *out)
 {
-    if (!E->out_ok.known || !PyArray_ISWRITEABLE(out)) {
+    if (!V->known || !PyArray_ISWRITEABLE(out)) {
         return 0;
     }
     const npy_intp *st = PyArray_STRIDES(out);
     for (int d = 0; d < PyArray_NDIM(out); d++) {
-        if (st[d] != E->out_ok.strides[d]) {
+        if (st[d] != V->strides[d]) {
             return 0;
         }
     }
@@ -411,12 +443,14 @@ sk_remember(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
     Py_XINCREF(E.range.high);
     E.odt = (PyArray_Descr *)args[11];
     Py_INCREF(E.odt);
+    E.used = 1;
+    SK_CACHE_LOCK();
     /* The core has just accepted this out (remember runs after its validation). */
     sk_out_accepted(&E, args[6]);
-    E.used = 1;
     sk_entry *slot = &sk_cache[(size_t)K.hash % SK_CACHE_SLOTS];
     sk_entry old = *slot;
     *slot = E;
+    SK_CACHE_UNLOCK();
     sk_entry_clear(&old); /* after the slot is consistent: decrefs may run code */
     Py_RETURN_TRUE;
 }
@@ -426,9 +460,11 @@ PyObject *
 sk_clear_cache(PyObject *NPY_UNUSED(self), PyObject *NPY_UNUSED(args))
 {
     for (int i = 0; i < SK_CACHE_SLOTS; i++) {
+        SK_CACHE_LOCK();
         sk_entry old = sk_cache[i];
         sk_cache[i].used = 0;
-        sk_entry_clear(&old);
+        SK_CACHE_UNLOCK();
+        sk_entry_clear(&old); /* outside the lock: decrefs may run code */
     }
     Py_RETURN_NONE;
 }
@@ -461,22 +497,36 @@ sk_configure(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t nargs
             return NULL;
         }
     }
+    PyObject *old[3];
+    SK_CACHE_LOCK();
     for (int i = 0; i < 3; i++) {
+        old[i] = *slots[i];
         Py_INCREF(args[i]);
-        Py_XSETREF(*slots[i], args[i]);
+        *slots[i] = args[i];
     }
     sk_cache_out_verdict = cache_verdict;
     /* verdicts recorded under another configuration must not be trusted */
     for (int i = 0; i < SK_CACHE_SLOTS; i++) {
         sk_cache[i].out_ok.known = 0;
     }
+    SK_CACHE_UNLOCK();
+    for (int i = 0; i < 3; i++) {
+        Py_XDECREF(old[i]); /* outside the lock: may run code */
+    }
     Py_RETURN_NONE;
 }
 
+/* Call the configured callable in *slot with fast_select's 7 arguments. */
 static PyObject *
-sk_call7(PyObject *fn, PyObject *const *args)
+sk_call7(PyObject *const *slot, PyObject *const *args)
 {
-    return PyObject_Vectorcall(fn, args, 7, NULL);
+    PyObject *fn = sk_callable(slot);
+    if (fn == NULL) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    PyObject *r = PyObject_Vectorcall(fn, args, 7, NULL);
+    Py_DECREF(fn);
+    return r;
 }
 
 /* Pack a Python scalar into `buf` as `descr` (what np.asarray(value, dtype) does). */
@@ -499,9 +549,6 @@ sk_fast_select(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t nar
         PyErr_SetString(PyExc_TypeError, "fast_select() takes exactly 7 arguments");
         return NULL;
     }
-    if (sk_miss == NULL) {
-        Py_RETURN_NOTIMPLEMENTED;
-    }
     PyObject *cond = args[0], *then = args[1], *else_ = args[2], *out = args[6];
     int r = sk_make_key(cond, then, else_, args[3], args[4], args[5], out, &K);
     if (r <= 0) {
@@ -510,46 +557,66 @@ sk_fast_select(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t nar
         }
         return NULL;
     }
+    SK_CACHE_LOCK();
+    if (sk_miss == NULL) {
+        SK_CACHE_UNLOCK();
+        Py_RETURN_NOTIMPLEMENTED;
+    }
     sk_entry *E = &sk_cache[(size_t)K.hash % SK_CACHE_SLOTS];
     r = E->used ? sk_key_equal(&E->key, &K) : 0;
     if (r <= 0) {
-        if (r < 0) {
-            return NULL;
-        }
-        sk_fast_misses++;
-        return sk_call7(sk_miss, args);
-    }
-
-    /* A hit: re-check what depends on values, with what the core handed over. */
-    PyObject *scalar = K.combo == SK_THEN_SCALAR ? then : K.combo == SK_ELSE_SCALAR ? else_ : NULL;
-    if (scalar != NULL && !sk_admits(&E->range, scalar)) {
-        return sk_call7(sk_general, args);
-    }
-    if (out != Py_None && !sk_out_known(E, (PyArrayObject *)out)) {
-        sk_out_checks++;
-        PyObject *ok = PyObject_CallOneArg(sk_check_out, out);
-        if (ok == NULL) {
-            PyErr_Clear(); /* the general path raises it again, in its order */
-            return sk_call7(sk_general, args);
-        }
-        Py_DECREF(ok);
-        /* the check ran Python code: the slot may have been replaced meanwhile */
-        if (!E->used || sk_key_equal(&E->key, &K) != 1) {
-            PyErr_Clear();
-            return sk_call7(sk_general, args);
-        }
-        sk_out_accepted(E, out); /* the core has just accepted this out */
+        sk_fast_misses += r == 0;
+        SK_CACHE_UNLOCK();
+        return r < 0 ? NULL : sk_call7(&sk_miss, args);
     }
     sk_fast_hits++;
-
-    /* Keep what the entry lends alive: packing a scalar may run Python code. */
+    /* A hit. Copy what the entry lends, owning its objects: from here on Python
+     * code may run (packing a scalar, check_out), and another thread may replace
+     * the entry. The copy stays right: it is what the core decided for this key. */
     PyArray_Descr *descr = E->odt;
     Py_INCREF(descr);
     const sk_shape out_shape = E->out;
     const sk_dims dims[3] = {E->dims[0], E->dims[1], E->dims[2]};
-    const int as_float = E->range.as_float;
-    PyObject *ops[3] = {cond, then, else_};
+    sk_range range = E->range;
+    Py_XINCREF(range.low);
+    Py_XINCREF(range.high);
+    sk_out_verdict verdict;
+    verdict.known = 0;
+    if (out != Py_None) {
+        verdict = E->out_ok;
+    }
+    SK_CACHE_UNLOCK();
+    const int as_float = range.as_float;
     PyObject *result = NULL;
+
+    /* Re-check what depends on values, with what the core handed over. */
+    PyObject *scalar = K.combo == SK_THEN_SCALAR ? then : K.combo == SK_ELSE_SCALAR ? else_ : NULL;
+    if (scalar != NULL && !sk_admits(&range, scalar)) {
+        result = sk_call7(&sk_general, args);
+        goto done;
+    }
+    if (out != Py_None && !sk_out_known(&verdict, (PyArrayObject *)out)) {
+        sk_atomic_inc_u64(&sk_out_checks);
+        PyObject *check = sk_callable(&sk_check_out);
+        PyObject *ok = check == NULL ? NULL : PyObject_CallOneArg(check, out);
+        Py_XDECREF(check);
+        if (ok == NULL) {
+            PyErr_Clear(); /* the general path raises it again, in its order */
+            result = sk_call7(&sk_general, args);
+            goto done;
+        }
+        Py_DECREF(ok);
+        /* the core has just accepted this out: record it, if the slot still holds
+         * this key (the check ran Python code, which may have replaced it) */
+        SK_CACHE_LOCK();
+        if (E->used && sk_key_equal(&E->key, &K) == 1) {
+            sk_out_accepted(E, out);
+        }
+        SK_CACHE_UNLOCK();
+        PyErr_Clear();
+    }
+
+    PyObject *ops[3] = {cond, then, else_};
     for (int k = 0; k < 3; k++) {
         if (PyArray_CheckExact(ops[k])) {
             PyArrayObject *arr = (PyArrayObject *)ops[k];
@@ -561,7 +628,7 @@ sk_fast_select(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t nar
             continue;
         }
         if (descr->elsize > (npy_intp)sizeof(sk_scalar_buf)) {
-            result = sk_call7(sk_general, args);
+            result = sk_call7(&sk_general, args);
             goto done;
         }
         memset(buf.bytes, 0, sizeof(sk_scalar_buf));
@@ -591,12 +658,17 @@ sk_fast_select(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t nar
                      0, 0, 0);
 done:
     Py_DECREF(descr);
+    Py_XDECREF(range.low);
+    Py_XDECREF(range.high);
     return result;
 }
 
 PyObject *
 sk_fast_stats(PyObject *NPY_UNUSED(self), PyObject *NPY_UNUSED(args))
 {
-    return Py_BuildValue("{s:K,s:K,s:K}", "hits", sk_fast_hits, "misses", sk_fast_misses,
-                         "out_checks", sk_out_checks);
+    SK_CACHE_LOCK();
+    const unsigned long long hits = sk_fast_hits, misses = sk_fast_misses;
+    SK_CACHE_UNLOCK();
+    return Py_BuildValue("{s:K,s:K,s:K}", "hits", hits, "misses", misses, "out_checks",
+                         SK_LOAD(sk_out_checks));
 }

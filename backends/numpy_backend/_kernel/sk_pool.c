@@ -102,7 +102,7 @@ static double sk_worked_s = 0.0, sk_wall_s = 0.0;
 int
 sk_parts_for(const sk_job *J)
 {
-    int threads = sk_num_threads;
+    int threads = SK_LOAD(sk_num_threads);
     if (J->max_threads > 0 && J->max_threads < threads) {
         threads = J->max_threads;
     }
@@ -522,7 +522,7 @@ sk_execute(const sk_job *J)
 {
     const int parts = sk_parts_for(J);
     int threaded = 0;
-    sk_calls++;
+    sk_atomic_inc_u64(&sk_calls); /* atomic: callers need not hold a GIL (free-threaded builds) */
     if (J->total < SK_NOGIL_MIN) {
         sk_run_range(J, 0, J->total);
         return;
@@ -546,8 +546,10 @@ sk_execute(const sk_job *J)
     }
     Py_END_ALLOW_THREADS
     if (threaded) {
-        sk_threaded_calls++;
-        sk_openmp_calls += threaded == 2;
+        sk_atomic_inc_u64(&sk_threaded_calls);
+        if (threaded == 2) {
+            sk_atomic_inc_u64(&sk_openmp_calls);
+        }
     }
 }
 
@@ -575,7 +577,7 @@ sk_pool_stats(void)
 {
 #if SK_HAVE_THREADS
     const double others = sk_room.others;
-    const int allowed = sk_room.ok != 1                 ? sk_num_threads
+    const int allowed = sk_room.ok != 1                 ? SK_LOAD(sk_num_threads)
                         : sk_room.allowed > sk_room.ncpu ? sk_room.ncpu
                                                          : sk_room.allowed;
     const unsigned long long samples = sk_room.samples, changes = sk_room.changes;

@@ -388,6 +388,8 @@ PyInit__fields(void)
         return NULL;
     }
 #ifdef Py_GIL_DISABLED
+    /* Single-phase init: this call is what the Py_mod_gil slot declares for a
+       multi-phase module; the free-threaded CI job checks the GIL stays off. */
     PyUnstable_Module_SetGIL(m, Py_MOD_GIL_NOT_USED); /* slots: critical sections */
 #endif
     if (as_add_type(m, "RecentCalls", &RecentCallsType) < 0) {

@@ -404,6 +404,8 @@ PyInit__fastcall(void)
     }
 #ifdef Py_GIL_DISABLED
     /* Safe without the GIL: see "Threads" at the top. */
+    /* Single-phase init: this call is what the Py_mod_gil slot declares for a
+       multi-phase module; the free-threaded CI job checks the GIL stays off. */
     PyUnstable_Module_SetGIL(m, Py_MOD_GIL_NOT_USED);
 #endif
     if (as_add_type(m, "SignatureCall", &SignatureCallType) < 0) {

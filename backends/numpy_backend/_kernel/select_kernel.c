@@ -656,6 +656,8 @@ PyInit__select_kernel(void)
     /* Safe without the GIL: the plan cache takes a PyMutex (sk_fast.c), the output
      * pool its own lock (sk_memory.c), the thread pool its locks and atomics
      * (sk_pool.c), and counters and settings are atomic. */
+    /* Single-phase init: this call is what the Py_mod_gil slot declares for a
+       multi-phase module; the free-threaded CI job checks the GIL stays off. */
     PyUnstable_Module_SetGIL(m, Py_MOD_GIL_NOT_USED);
 #endif
     if (sk_memory_init() < 0 || sk_isa_init() < 0) {

@@ -153,3 +153,28 @@ with multiprocessing.get_context("fork").Pool(2) as pool:
 """
     )
     assert out == ["6"]
+
+
+def test_first_calls_warn_nothing() -> None:
+    """The torch backend's import-time probes (a ``torch.where`` per dtype, tensors of
+    every dtype) make complex32 and, from torch 2.14, bcomplex32 tensors, which warn
+    "experimental": the user asked for none, so none may reach them.
+    """
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-W",
+            "error",
+            "-c",
+            "import torch, arrayselect as asel\n"
+            "c = torch.tensor([True, False])\n"
+            "r = asel.select(c, torch.ones(2), torch.zeros(2))\n"
+            "n = asel.select_n(torch.tensor([0, 1]), torch.ones(2), torch.zeros(2))\n"
+            "assert r.tolist() == [1.0, 0.0] and n.tolist() == [1.0, 0.0]\n",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""

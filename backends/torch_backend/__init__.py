@@ -41,6 +41,7 @@ import functools
 import math
 import os
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
@@ -214,8 +215,12 @@ def _where_lacks(dtype: torch.dtype) -> bool:
     """Whether this torch's CPU ``torch.where`` has no kernel for ``dtype`` (torch < 2.7
     for uint16/32/64 and the float8 dtypes: ``"where_cpu" not implemented``)."""
     try:
-        x = torch.zeros(1, dtype=dtype)
-        torch.where(torch.ones(1, dtype=torch.bool), x, x)
+        with warnings.catch_warnings():
+            # complex32 (and bcomplex32 from torch 2.14) warn "experimental" when made;
+            # this probe is ours, the user did not ask for one.
+            warnings.simplefilter("ignore", UserWarning)
+            x = torch.zeros(1, dtype=dtype)
+            torch.where(torch.ones(1, dtype=torch.bool), x, x)
     except (RuntimeError, TypeError):
         return True
     return False

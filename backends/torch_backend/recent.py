@@ -39,6 +39,12 @@ import torch
 
 from . import native as torch_native
 
+#: Dtypes whose tensors warn "experimental" when created: complex32, and bcomplex32
+#: from torch 2.14 on.
+_EXPERIMENTAL = frozenset(
+    dtype for dtype in (torch.complex32, getattr(torch, "bcomplex32", None)) if dtype is not None
+)
+
 __all__ = [
     "FIELDS_VERIFIED_ON",
     "GUARDS_VERIFIED_ON",
@@ -115,7 +121,7 @@ def probe_tensors(dtypes: Iterable[Any], devices: Iterable[str] = ("cpu", "meta"
     """
     probes: list[Any] = []
     for dtype in dtypes:
-        if dtype == torch.complex32:  # "experimental": creating one warns
+        if dtype in _EXPERIMENTAL:  # creating one warns "experimental"
             continue
         for device in devices:
             probes.append(torch.zeros((2, 3), dtype=dtype, device=device))

@@ -41,7 +41,11 @@ _kernel_select_n: Any = None
 _kernel_select_cases: Any = None
 _kernel_apply_take: Any = None
 _kernel_apply_put: Any = None
+_KERNEL_CONDS: frozenset[np.dtype[Any]] = frozenset()
 if KERNEL_MISSING is None:  # a build without the kernel runs NumPy's functions below
+    from . import _select_kernel as _k
+    from .kernel_family import KERNEL_CONDS as _KERNEL_CONDS
+    from .kernel_family import _native
     from .kernel_family import kernel_apply_put as _kernel_apply_put
     from .kernel_family import kernel_apply_take as _kernel_apply_take
     from .kernel_family import kernel_select_cases as _kernel_select_cases
@@ -81,6 +85,18 @@ def _any_out_of_range(which: np.ndarray, n: int) -> bool:
     return int(which.view(np.dtype(f"u{which.dtype.itemsize}")).max()) >= n
 
 
+def _plain(arrays: tuple[Any, ...], shape: tuple[int, ...], dtypes: Any = None) -> bool:
+    """Whether ``arrays`` are exactly ``np.ndarray`` of ``shape`` (of ``dtypes``, if
+    given): what the kernel's entry points take as they are.
+    """
+    for x in arrays:
+        if type(x) is not np.ndarray or x.shape != shape:
+            return False
+        if dtypes is not None and x.dtype not in dtypes:
+            return False
+    return True
+
+
 def _to_shape(x: Any, shape: tuple[int, ...]) -> np.ndarray:
     """``x`` as an array of ``shape``: itself when it has it (``np.broadcast_to`` costs
     microseconds a call, which small calls notice), else a broadcast view.
@@ -103,10 +119,17 @@ def select_n(
     :func:`~arrayselect.plugin.index_error` and leaves ``out`` untouched, unless
     ``scratch`` (``out`` is a fresh array the caller drops on error: no check first).
     """
+    out_shape: tuple[int, ...] = shape  # type: ignore[assignment]  # NumPy: no unknown sizes
+    if HAVE_KERNEL and out is None and _plain(cases, out_shape) and _plain((which,), out_shape):
+        # The usual small call (arrays of the output shape, no out): the kernel as it
+        # is, without the conversions below, which cost more than its pass at 10^3.
+        try:
+            return _k.select_n(which if which.dtype.isnative else _native(which), cases, None)
+        except IndexError as exc:
+            raise index_error(int(exc.args[0]), len(cases)) from None
     which = np.asarray(which)
     cases = tuple(np.asarray(c) for c in cases)
     n = len(cases)
-    out_shape: tuple[int, ...] = shape  # type: ignore[assignment]  # NumPy: no unknown sizes
     if HAVE_KERNEL:
         # The kernel finds a bad index in its pass, but may have written part of out.
         if (
@@ -154,6 +177,14 @@ def select_cases(
     where given.
     """
     out_shape: tuple[int, ...] = shape  # type: ignore[assignment]
+    if (
+        HAVE_KERNEL
+        and _plain(choices, out_shape)
+        and _plain((default,), out_shape)
+        and _plain(conds, out_shape, _KERNEL_CONDS)
+    ):
+        # The usual small call: the kernel as it is (see select_n)
+        return _k.select_cases(conds, choices, default, out)
     if HAVE_KERNEL:
         return _kernel_select_cases(
             tuple(_to_shape(c, out_shape) for c in conds),

@@ -19,7 +19,7 @@ bits are copied).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -56,6 +56,15 @@ def _native(a: Array) -> Array:
     if a.dtype.isnative:
         return a
     return a.astype(a.dtype.newbyteorder("="))
+
+
+#: The condition dtypes the kernel tests as they are (nonzero is true): bool and
+#: NumPy's integers of 1, 2, 4 or 8 bytes, in either byte order (nonzero either way).
+KERNEL_CONDS: Final = frozenset(
+    dtype
+    for t in "?bBhHiIqQ"  # bool and the integers of 1, 2, 4 and 8 bytes
+    for dtype in (np.dtype(t).newbyteorder("<"), np.dtype(t).newbyteorder(">"))
+)
 
 
 def _as_cond(c: Array) -> Array:

@@ -321,17 +321,34 @@ def test_select_n_index_out_of_range_warm(xp: ModuleType) -> None:
 # --------------------------------------------------------------------------- NumPy's kernel
 
 
+def _usable_isas() -> list[str]:
+    family = pytest.importorskip("arrayselect.backends.numpy_backend.family")
+    if not family.HAVE_KERNEL:
+        return []
+    from arrayselect.backends.numpy_backend import kernel
+
+    return list(kernel.isa_info()["usable"])
+
+
+@pytest.fixture(params=_usable_isas())
+def isa(request: pytest.FixtureRequest) -> Any:
+    """Each instruction set the kernel's loops can use here, in turn."""
+    from arrayselect.backends.numpy_backend import kernel
+
+    previous = kernel.isa_info()["current"]
+    kernel.set_isa(request.param)
+    yield request.param
+    kernel.set_isa(previous)
+
+
 @pytest.mark.parametrize(
     "dtype", ["bool", "int8", "float16", "int32", "float32", "float64", "complex128", ">f8"]
 )
 @pytest.mark.parametrize("density", [0.0, 0.03, 0.5, 0.97, 1.0])
-@pytest.mark.parametrize("shape", [(0,), (1,), (7,), (3, 1000), (2, 3, 5)])
+@pytest.mark.parametrize("shape", [(0,), (1,), (7,), (3, 1000), (2, 3, 5), (130,), (4099,)])
 def test_kernel_apply_take_and_put_match_boolean_indexing(
-    dtype: str, density: float, shape: tuple[int, ...]
+    dtype: str, density: float, shape: tuple[int, ...], isa: str
 ) -> None:
-    family = pytest.importorskip("arrayselect.backends.numpy_backend.family")
-    if not family.HAVE_KERNEL:
-        pytest.skip("a build without the kernel")
     from arrayselect.backends.numpy_backend.kernel_family import (
         kernel_apply_put,
         kernel_apply_take,

@@ -1254,48 +1254,36 @@ typedef struct {
     uint64_t lo, hi;
 } sk_apply_u128;
 
-/* dst[0:count] = src[i] for each i with m[i] != 0: the write is unconditional and
- * the index moves by the mask (no branch on the data), stopping at count. */
+/* dst[k:count] = src[i] for each i >= i0 with m[i] != 0, from dst[k0]: the write is
+ * unconditional and the index moves by the mask (no branch on the data),
+ * stopping at count. */
 #define SK_APPLY_TAKE(T)                                                                   \
     {                                                                                      \
         const T *s = (const T *)src;                                                       \
         T *d = (T *)dst;                                                                   \
-        npy_intp k = 0;                                                                    \
-        for (npy_intp i = 0; i < n && k < count; i++) {                                    \
+        npy_intp k = k0;                                                                   \
+        for (npy_intp i = i0; i < n && k < count; i++) {                                   \
             d[k] = s[i];                                                                   \
             k += m[i] != 0;                                                                \
         }                                                                                  \
     }
 
-static void
-sk_apply_take_loop(const npy_bool *m, npy_intp n, const char *src, char *dst, npy_intp count,
-                   npy_intp isz)
-{
-    switch (isz) {
-    case 1: SK_APPLY_TAKE(uint8_t) break;
-    case 2: SK_APPLY_TAKE(uint16_t) break;
-    case 4: SK_APPLY_TAKE(uint32_t) break;
-    case 8: SK_APPLY_TAKE(uint64_t) break;
-    default: SK_APPLY_TAKE(sk_apply_u128) break;
-    }
-}
-
-/* out[i] = m[i] ? t[k++] : (fill ? b[0] : b[j++]); nt and nb are at least 1 here.
- * With a fill value, up to the last true element k < nt holds wherever t[k] is
- * read (a true element is still ahead), and after it every element is the fill.
- * With two sides the reads are clamped to the last element (the value read is
- * used only where the index is in range), so that neither loop branches on the
- * data. */
+/* out[i] = m[i] ? t[k++] : (fill ? b[0] : b[j++]) for i >= i0, from t[k0], b[j0];
+ * nt and nb are at least 1 here. With a fill value, up to the last true
+ * element k < nt holds wherever t[k] is read (a true element is still ahead),
+ * and after it every element is the fill. With two sides the reads are
+ * clamped to the last element (the value read is used only where the index is
+ * in range), so that neither loop branches on the data. */
 #define SK_APPLY_PUT(T)                                                                    \
     {                                                                                      \
         const T *tv = (const T *)t;                                                        \
         const T *bv = (const T *)b;                                                        \
         T *o = (T *)out;                                                                   \
-        npy_intp k = 0, j = 0, i = 0;                                                      \
+        npy_intp k = k0, j = j0, i = i0;                                                   \
         if (fill) {                                                                        \
             const T f = bv[0];                                                             \
             npy_intp last = n - 1;                                                         \
-            while (!m[last]) {                                                             \
+            while (last >= i && !m[last]) {                                                \
                 last--;                                                                    \
             }                                                                              \
             for (; i <= last; i++) {                                                       \
@@ -1321,10 +1309,126 @@ sk_apply_take_loop(const npy_bool *m, npy_intp n, const char *src, char *dst, np
         }                                                                                  \
     }
 
+/*
+ * AVX-512 (where select's loops use it): 64 mask bytes become a mask register
+ * in one test, and each vector of 4 or 8-byte items is compressed (take) or
+ * expanded (put) in a register, then stored whole. The blocks run only while
+ * a whole block's stores and loads stay inside the arrays (64 items of room
+ * left in each); the scalar loops above finish from where they stopped. The
+ * register forms, not the memory forms of compress and expand: those are
+ * microcoded on some CPUs (AMD Zen 4).
+ */
+#if SK_FAM_HAVE_X86_COPIES
+#include <immintrin.h>
+#define SK_APPLY_AVX512 __attribute__((target("avx512f,avx512bw")))
+
+#define SK_APPLY_VECTOR_LOOPS(W, LANES, MT, EPI)                                           \
+    SK_APPLY_AVX512 static void sk_apply_take##W##_avx512(                                 \
+        const npy_bool *m, npy_intp n, const char *src, char *dst, npy_intp count,         \
+        npy_intp *ip, npy_intp *kp)                                                        \
+    {                                                                                      \
+        npy_intp i = 0, k = 0;                                                             \
+        for (; i + 64 <= n && count - k >= 64; i += 64) {                                  \
+            const __m512i mv = _mm512_loadu_si512((const void *)(m + i));                  \
+            const uint64_t bits = (uint64_t)_mm512_test_epi8_mask(mv, mv);                 \
+            for (int g = 0; g < 64 / LANES; g++) {                                         \
+                const MT km = (MT)(bits >> (g * LANES));                                   \
+                const __m512i v =                                                          \
+                    _mm512_loadu_si512((const void *)(src + (i + g * LANES) * W));         \
+                _mm512_storeu_si512((void *)(dst + k * W),                                 \
+                                    _mm512_maskz_compress_##EPI(km, v));                   \
+                k += __builtin_popcount((unsigned)km);                                     \
+            }                                                                              \
+        }                                                                                  \
+        *ip = i;                                                                           \
+        *kp = k;                                                                           \
+    }                                                                                      \
+    SK_APPLY_AVX512 static void sk_apply_put##W##_avx512(                                  \
+        const npy_bool *m, npy_intp n, const char *t, npy_intp nt, const char *b,          \
+        npy_intp nb, int fill, char *out, npy_intp *ip, npy_intp *kp, npy_intp *jp)        \
+    {                                                                                      \
+        npy_intp i = 0, k = 0, j = 0;                                                      \
+        const __m512i fv = _mm512_maskz_loadu_##EPI((MT)1, (const void *)b);               \
+        const __m512i fills = _mm512_permutexvar_##EPI(_mm512_setzero_si512(), fv);        \
+        for (; i + 64 <= n && nt - k >= 64 && (fill || nb - j >= 64); i += 64) {           \
+            const __m512i mv = _mm512_loadu_si512((const void *)(m + i));                  \
+            const uint64_t bits = (uint64_t)_mm512_test_epi8_mask(mv, mv);                 \
+            for (int g = 0; g < 64 / LANES; g++) {                                         \
+                const MT km = (MT)(bits >> (g * LANES));                                   \
+                const int on = __builtin_popcount((unsigned)km);                           \
+                const __m512i tv = _mm512_loadu_si512((const void *)(t + k * W));          \
+                __m512i base = fills;                                                      \
+                if (!fill) {                                                               \
+                    const __m512i bv = _mm512_loadu_si512((const void *)(b + j * W));      \
+                    base = _mm512_maskz_expand_##EPI((MT)~km, bv);                         \
+                    j += LANES - on;                                                       \
+                }                                                                          \
+                _mm512_storeu_si512((void *)(out + (i + g * LANES) * W),                   \
+                                    _mm512_mask_expand_##EPI(base, km, tv));               \
+                k += on;                                                                   \
+            }                                                                              \
+        }                                                                                  \
+        *ip = i;                                                                           \
+        *kp = k;                                                                           \
+        *jp = j;                                                                           \
+    }
+
+SK_APPLY_VECTOR_LOOPS(8, 8, __mmask8, epi64)
+SK_APPLY_VECTOR_LOOPS(4, 16, __mmask16, epi32)
+#undef SK_APPLY_VECTOR_LOOPS
+#endif
+
+/* Whether the AVX-512 blocks run for items of isz bytes. */
+static int
+sk_apply_vector(npy_intp isz)
+{
+#if SK_FAM_HAVE_X86_COPIES
+    return (isz == 4 || isz == 8) && sk_isa_current() == SK_ISA_AVX512;
+#else
+    (void)isz;
+    return 0;
+#endif
+}
+
+static void
+sk_apply_take_loop(const npy_bool *m, npy_intp n, const char *src, char *dst, npy_intp count,
+                   npy_intp isz)
+{
+    npy_intp i0 = 0, k0 = 0;
+#if SK_FAM_HAVE_X86_COPIES
+    if (sk_apply_vector(isz)) {
+        if (isz == 8) {
+            sk_apply_take8_avx512(m, n, src, dst, count, &i0, &k0);
+        }
+        else {
+            sk_apply_take4_avx512(m, n, src, dst, count, &i0, &k0);
+        }
+    }
+#endif
+    switch (isz) {
+    case 1: SK_APPLY_TAKE(uint8_t) break;
+    case 2: SK_APPLY_TAKE(uint16_t) break;
+    case 4: SK_APPLY_TAKE(uint32_t) break;
+    case 8: SK_APPLY_TAKE(uint64_t) break;
+    default: SK_APPLY_TAKE(sk_apply_u128) break;
+    }
+}
+
 static void
 sk_apply_put_loop(const npy_bool *m, npy_intp n, const char *t, npy_intp nt, const char *b,
                   npy_intp nb, int fill, char *out, npy_intp isz)
 {
+    npy_intp i0 = 0, k0 = 0, j0 = 0;
+#if SK_FAM_HAVE_X86_COPIES
+    if (sk_apply_vector(isz)) {
+        if (isz == 8) {
+            sk_apply_put8_avx512(m, n, t, nt, b, nb, fill, out, &i0, &k0, &j0);
+        }
+        else {
+            sk_apply_put4_avx512(m, n, t, nt, b, nb, fill, out, &i0, &k0, &j0);
+        }
+    }
+#endif
     switch (isz) {
     case 1: SK_APPLY_PUT(uint8_t) break;
     case 2: SK_APPLY_PUT(uint16_t) break;

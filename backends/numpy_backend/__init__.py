@@ -118,7 +118,7 @@ class NumpyBackend(NumpyDtypes, Backend):
         f2: Callable[..., Any] | None,
         fill_value: Any,
     ) -> Any:
-        return _family.apply_where(cond, args, f1, f2, fill_value, self.result_type)
+        return _family.apply_where(cond, args, f1, f2, fill_value, self)
 
     def positions(self, mask: Any) -> Any:
         return _family.positions(mask)

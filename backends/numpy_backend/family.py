@@ -120,13 +120,18 @@ def select_n(
     ``scratch`` (``out`` is a fresh array the caller drops on error: no check first).
     """
     out_shape: tuple[int, ...] = shape  # type: ignore[assignment]  # NumPy: no unknown sizes
-    if HAVE_KERNEL and out is None and _plain(cases, out_shape) and _plain((which,), out_shape):
-        # The usual small call (arrays of the output shape, no out): the kernel as it
-        # is, without the conversions below, which cost more than its pass at 10^3.
+    if HAVE_KERNEL and _plain(cases, out_shape) and _plain((which,), out_shape):
+        # The usual small call (arrays of the output shape): the kernel as it is,
+        # without the conversions below, which cost more than its pass at 10^3.
+        n = len(cases)
+        # an index out of range is found before the kernel may write part of out
+        checked = out is None or scratch or which.dtype == np.bool_
+        if not checked and _any_out_of_range(which, n):
+            raise index_error(_first_bad(which, n), n)
         try:
-            return _k.select_n(which if which.dtype.isnative else _native(which), cases, None)
+            return _k.select_n(which if which.dtype.isnative else _native(which), cases, out)
         except IndexError as exc:
-            raise index_error(int(exc.args[0]), len(cases)) from None
+            raise index_error(int(exc.args[0]), n) from None
     which = np.asarray(which)
     cases = tuple(np.asarray(c) for c in cases)
     n = len(cases)
@@ -233,12 +238,13 @@ def apply_where(
     f1: Callable[..., Any],
     f2: Callable[..., Any] | None,
     fill_value: Any,
-    result_type: Callable[[Any, Any], Any],
+    backend: Any,
 ) -> np.ndarray:
     """``f1(*args)`` where ``cond`` is true, ``f2(*args)`` or ``fill_value`` elsewhere,
     for validated NumPy operands of one shape: each function gets only its own
-    elements, 1-D in C order; the result dtype is ``result_type`` of both sides
-    (the backend's promotion), filled as ``np.full_like`` fills.
+    elements, 1-D in C order; the result dtype is ``backend.result_type`` of both
+    sides (kept per pair of dtypes, see :func:`_promote`), filled as
+    ``np.full_like`` fills.
 
     The kernel's ``apply_take`` and ``apply_put`` (one branchless pass each) read
     and write the elements where the operands are C-contiguous ndarrays; any
@@ -247,7 +253,7 @@ def apply_where(
     where: list[Any] = []  # the positions of cond's true elements, once needed
     taken = f1(*[_take(cond, a, where) for a in args])
     if f2 is None:
-        dtype = result_type(taken, fill_value)
+        dtype = _promote(backend, taken, fill_value)
         if type(fill_value) not in _SCALARS:
             filled: np.ndarray = fill_value.astype(dtype, copy=True)
             put_at(filled, where[0] if where else positions(cond), taken)
@@ -260,7 +266,7 @@ def apply_where(
     else:
         inverse = np.logical_not(cond)
         other = f2(*[_take(inverse, a, []) for a in args])
-        dtype = result_type(taken, other)
+        dtype = _promote(backend, taken, other)
         base = other = _as_dtype(other, dtype)
     if HAVE_KERNEL:
         result = _kernel_apply_put(cond, _as_dtype(taken, dtype), base)
@@ -286,6 +292,29 @@ def _take(cond: np.ndarray, x: np.ndarray, where: list[Any]) -> np.ndarray:
     if not where:
         where.append(positions(cond))
     return take_at(x, where[0])
+
+
+# What the backend's result_type gave, per (its function, the taken side's dtype, the
+# other side's dtype or Python scalar type). NumPy 2 promotes a Python scalar by its
+# type, never its value (NEP 50), so these are all it depends on; the lookup costs a
+# third of np.result_type's call, which a call of 10^3 elements notices.
+_promoted: dict[tuple[Any, Any, Any], Any] = {}
+
+
+def _promote(backend: Any, taken: Any, other: Any) -> Any:
+    """``backend.result_type(taken, other)``, kept per kind of operands."""
+    key = (
+        type(backend).result_type,
+        taken.dtype,
+        type(other) if type(other) in _SCALARS else other.dtype,
+    )
+    dtype = _promoted.get(key)
+    if dtype is None:
+        dtype = backend.result_type(taken, other)
+        if len(_promoted) >= 256:
+            _promoted.clear()  # cheap to ask again
+        _promoted[key] = dtype
+    return dtype
 
 
 def _as_dtype(x: Any, dtype: Any) -> Any:

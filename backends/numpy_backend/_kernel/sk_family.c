@@ -1318,7 +1318,7 @@ typedef struct {
  * register forms, not the memory forms of compress and expand: those are
  * microcoded on some CPUs (AMD Zen 4).
  */
-#if SK_FAM_HAVE_X86_COPIES
+#if SK_FAM_HAVE_X86_COPIES && defined(__x86_64__) /* (implied: named for the guard check) */
 #include <immintrin.h>
 #define SK_APPLY_AVX512 __attribute__((target("avx512f,avx512bw")))
 

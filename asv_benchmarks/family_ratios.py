@@ -1,6 +1,6 @@
 """Measure the select family, through the public API, against its peers in one run.
 
-    python asv_benchmarks/family_ratios.py [--repeats 21] [--threads N] [--quick]
+    python asv_benchmarks/family_ratios.py [--repeats 21] [--threads N] [--quick | --small]
 
 Four conditions (each true with probability 1/4, independently) and four
 float32 choices plus a float32 default, or an int32 ``which`` in [0, 4) and
@@ -21,6 +21,13 @@ Targets (the issue):
   * select_n, 4 cases, 10^6, PyTorch CPU tensors: >= 5x a chain of ``torch.where``
   * apply_where(x > 0, x, log, fill_value=0.0), NumPy, 10^3 and 10^6: no slower
     than ``array_api_extra.apply_where`` (ratio >= 1)
+  * small calls (issue 28), NumPy, 10^3: ``apply_where(cond, x, np.log,
+    fill_value=np.nan)`` float64 no slower than the hand-written
+    ``np.where(cond, np.log(np.where(cond, x, 1)), np.nan)`` (ratio >= 1; the
+    ``array_api_extra`` row beside it is information); ``select_cases`` with four
+    conditions and ``select_n`` with four cases within 1.2x of one ``np.where``
+    per case (a chain of four ``np.where`` that gives the same result, the masks
+    of ``which == k`` made beforehand for ``select_n``: ratio >= 1/1.2 = 0.83)
 
 Information rows: the same at 10^3 and 10^7 (at 10^3 the per-call cost of
 validation and dispatch decides), the kernel entry points called directly (what
@@ -119,7 +126,23 @@ def numpy_contenders(d: dict[str, Any]) -> Fns:
         for k in range(CASES - 2, -1, -1):
             asel.select(conds[k], choices[k], out, out=out)
 
+    masks = [which == k for k in range(CASES)]
+
+    def where_per_condition() -> Any:
+        result = default
+        for k in range(CASES - 1, -1, -1):
+            result = np.where(conds[k], choices[k], result)
+        return result
+
+    def where_per_case() -> Any:
+        result = choices[-1]
+        for k in range(CASES - 1, -1, -1):  # four: the last one keeps which's shape
+            result = np.where(masks[k], choices[k], result)
+        return result
+
     fns: Fns = {
+        "np.where per condition": where_per_condition,
+        "np.where per case": where_per_case,
         "select_cases": lambda: asel.select_cases(conds, choices, default),
         "kernel select_cases": lambda: kernel_select_cases(conds, choices, default, None),
         "kernel select_cases out=": lambda: kernel_select_cases(conds, choices, default, out),
@@ -132,6 +155,8 @@ def numpy_contenders(d: dict[str, Any]) -> Fns:
     }
     _same(fns["select_cases"](), fns["np.select"]())
     _same(fns["select_n"](), fns["np.choose"]())
+    _same(fns["select_cases"](), where_per_condition())
+    _same(fns["select_n"](), where_per_case())
     return fns
 
 
@@ -194,12 +219,23 @@ def apply_where_contenders(d: dict[str, Any]) -> Fns:
         return {}
     x = d["x"]
     cond = x > 0
+    nan = np.nan
     fns: Fns = {
         "apply_where": lambda: asel.apply_where(cond, x, np.log, fill_value=0.0),
         "xpx.apply_where": lambda: xpx.apply_where(cond, x, np.log, fill_value=0.0),
+        "apply_where nan": lambda: asel.apply_where(cond, x, np.log, fill_value=nan),
+        "xpx.apply_where nan": lambda: xpx.apply_where(cond, x, np.log, fill_value=nan),
+        "hand-written np.where": lambda: np.where(cond, np.log(np.where(cond, x, 1)), nan),
     }
     _same(fns["apply_where"](), fns["xpx.apply_where"]())
+    _same(fns["apply_where nan"](), fns["hand-written np.where"]())
+    _same(fns["apply_where nan"](), fns["xpx.apply_where nan"]())
     return fns
+
+
+def _time(seconds: float) -> str:
+    """A time per call in ms, or in us below 0.1 ms (the 10^3 rows)."""
+    return f"{seconds * 1e3:.3f} ms" if seconds >= 1e-4 else f"{seconds * 1e6:.2f} us"
 
 
 def main() -> None:
@@ -207,6 +243,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=21)
     parser.add_argument("--threads", type=int, default=0, help="kernel threads (0: default)")
     parser.add_argument("--quick", action="store_true", help="10^3 and 10^6 rows only")
+    parser.add_argument("--small", action="store_true", help="10^3 rows only (issue 28's)")
     args = parser.parse_args()
     if args.threads:
         asel.set_num_threads(args.threads)
@@ -225,11 +262,13 @@ def main() -> None:
         verdict = "" if target is None else ("  OK" if ratio >= target else "  MISSED")
         goal = "(info)" if target is None else f"(target >= {target:g}x)"
         rows.append(
-            f"{name:<34} {t[ours] * 1e3:9.3f} ms  {ratio:6.2f}x {theirs} "
-            f"({t[theirs] * 1e3:.3f} ms) {goal}{verdict}"
+            f"{name:<34} {_time(t[ours]):>12}  {ratio:6.2f}x {theirs} "
+            f"({_time(t[theirs])}) {goal}{verdict}"
         )
 
     sizes = (10**3, 10**6) if args.quick else (10**3, 10**6, 10**7)
+    if args.small:
+        sizes = (10**3,)
     for n in sizes:
         d = inputs(n)
         tag = f"10^{len(str(n)) - 1}"
@@ -252,6 +291,23 @@ def main() -> None:
         row(f"select_n {tag}", t, "select_n", "np.choose", None)
         row(f"select_n {tag} torch", t, "select_n on torch", "chain of torch.where", 5.0)
         row(f"apply_where {tag}", t, "apply_where", "xpx.apply_where", 1.0)
+        small = n == 10**3
+        row(
+            f"apply_where nan {tag}",
+            t,
+            "apply_where nan",
+            "hand-written np.where",
+            1.0 if small else None,
+        )
+        row(f"apply_where nan {tag}", t, "apply_where nan", "xpx.apply_where nan", None)
+        row(
+            f"select_cases {tag}",
+            t,
+            "select_cases",
+            "np.where per condition",
+            0.83 if small else None,
+        )
+        row(f"select_n {tag}", t, "select_n", "np.where per case", 0.83 if small else None)
         row(f"select_cases {tag} on JAX", t, "select_cases on JAX", "jax.jit(jnp.select)", None)
         row(f"select_n {tag} on JAX", t, "select_n on JAX", "jax.jit(lax.select_n)", None)
         if n == 10**7:

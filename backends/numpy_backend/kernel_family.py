@@ -1,4 +1,5 @@
-"""The select family in the compiled NumPy kernel: ``select_n`` and ``select_cases``.
+"""The select family in the compiled NumPy kernel: ``select_n``, ``select_cases``, and
+``apply_where``'s gather and scatter.
 
 Both run in one pass over the data for any number of cases (the kernel's
 ``sk_family.c``): the output is built in blocks that stay in L1 while every
@@ -18,14 +19,34 @@ bits are copied).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
 
 from . import _select_kernel as _k
 
-__all__ = ["kernel_select_cases", "kernel_select_n"]
+__all__ = ["kernel_apply_put", "kernel_apply_take", "kernel_select_cases", "kernel_select_n"]
+
+#: ``kernel_apply_take(cond, x)``: ``x``'s elements where the bool ``cond`` (of
+#: ``x``'s shape) is true, 1-D in C order, in one branchless pass; ``NotImplemented``
+#: unless both are C-contiguous, aligned ``np.ndarray`` (exactly) of 1, 2, 4, 8 or
+#: 16-byte items without object references.
+#:
+#: >>> import numpy as np
+#: >>> kernel_apply_take(np.array([True, False, True]), np.array([1.0, 2.0, 3.0]))
+#: array([1., 3.])
+kernel_apply_take = _k.apply_take
+#: ``kernel_apply_put(cond, taken, base)``: a new C-ordered array of ``cond``'s
+#: shape and ``taken``'s dtype holding ``taken``'s elements where ``cond`` is true
+#: (in C order) and ``base``'s elsewhere (a 0-d ``base``: its one value; a 1-D
+#: ``base``: its elements in C order), in one branchless pass; ``NotImplemented``
+#: for operands ``kernel_apply_take`` would refuse, ``taken`` and ``base`` of
+#: different dtypes, or lengths other than the mask's counts.
+#:
+#: >>> kernel_apply_put(np.array([True, False, True]), np.array([1.0, 3.0]), np.array(0.0))
+#: array([1., 0., 3.])
+kernel_apply_put = _k.apply_put
 
 Array = npt.NDArray[Any]
 
@@ -35,6 +56,15 @@ def _native(a: Array) -> Array:
     if a.dtype.isnative:
         return a
     return a.astype(a.dtype.newbyteorder("="))
+
+
+#: The condition dtypes the kernel tests as they are (nonzero is true): bool and
+#: NumPy's integers of 1, 2, 4 or 8 bytes, in either byte order (nonzero either way).
+KERNEL_CONDS: Final = frozenset(
+    dtype
+    for t in "?bBhHiIqQ"  # bool and the integers of 1, 2, 4 and 8 bytes
+    for dtype in (np.dtype(t).newbyteorder("<"), np.dtype(t).newbyteorder(">"))
+)
 
 
 def _as_cond(c: Array) -> Array:

@@ -403,8 +403,9 @@ class Backend(abc.ABC):
             elsewhere = self.positions(xp.logical_not(cond))
             other = f2(*(self.take_at(a, elsewhere) for a in args))
             result = xp.empty_like(cond, dtype=self.result_type(taken, other))
-            self.put_at(result, elsewhere, other)
-        self.put_at(result, where, taken)
+            self.put_at(result, elsewhere, _cast(xp, other, result.dtype))
+        # cast first: PyTorch's index_put refuses values of another dtype
+        self.put_at(result, where, _cast(xp, taken, result.dtype))
         return result
 
     # How apply_where reads and writes the elements of a boolean mask, in C order.
@@ -438,3 +439,8 @@ class Backend(abc.ABC):
                 f"out cannot be written in place: {type(exc).__name__}: {exc}"
             ) from exc
         return out
+
+
+def _cast(xp: ModuleType, x: Any, dtype: Any) -> Any:
+    """``x`` with ``dtype`` (a promotion's result: a safe cast), itself if it has it."""
+    return x if x.dtype == dtype else xp.astype(x, dtype)

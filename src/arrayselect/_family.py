@@ -107,7 +107,7 @@ def select_n(which: Any, *cases: Any, out: Any = None) -> Any:
     if cases:
         operands = (which, *cases) if out is None else (which, *cases, out)
         kind = "select_n" if out is None else "select_n out"
-        memo = _memo.lookup(_memo.signature(kind, operands))
+        memo = _memo.find(kind, operands)
         if memo is not None and (not memo.devices or _memo.one_device(memo, operands)):
             if out is not None:  # what the signature does not fix: out's memory
                 check_out_layout(memo.backend, out)
@@ -217,7 +217,7 @@ def select_cases(condlist: Any, choicelist: Any, default: Any = 0, /) -> Any:
     if not condlist:
         raise SelectValueError("select_cases takes at least one condition; condlist is empty")
     operands = (*condlist, *choicelist, default)
-    memo = _memo.lookup(_memo.signature("select_cases", operands))
+    memo = _memo.find("select_cases", operands)
     if memo is not None and (not memo.devices or _memo.one_device(memo, operands)):
         return _select_cases_decided(memo, operands, len(condlist))
     conds = [(f"condlist[{i}]", c) for i, c in enumerate(condlist)]
@@ -348,39 +348,80 @@ def apply_where(
     if (f2 is None) == (fill_value is None):
         given = "neither" if f2 is None else "both"
         raise SelectTypeError(f"apply_where takes exactly one of f2 and fill_value, got {given}")
-    for name, f in (("f1", f1), ("f2", f2)):
-        if f is not None and not callable(f):
-            raise SelectTypeError(f"{name} must be callable, got {type(f).__name__}")
-    if isinstance(args, tuple):
-        named_args = [(f"args[{i}]", a) for i, a in enumerate(args)]
-    else:
-        named_args = [("args", args)]
-    inputs = [("cond", cond), *named_args]
-    if fill_value is not None:
+    if not callable(f1) or (f2 is not None and not callable(f2)):
+        name, f = ("f2", f2) if callable(f1) else ("f1", f1)
+        raise SelectTypeError(f"{name} must be callable, got {type(f).__name__}")
+    tupled = isinstance(args, tuple)
+    ready = args if tupled else (args,)
+    filled = f2 is None
+    operands = (cond, *ready, fill_value) if filled else (cond, *ready)
+    kind = _APPLY_KINDS[tupled, filled]
+    memo = _memo.find(kind, operands)
+    if memo is None or (memo.devices and not _memo.one_device(memo, operands)):
+        memo = _validate_apply_where(kind, operands, tupled, filled)
+    backend = memo.backend
+    if any(memo.plans):  # operands of another shape: broadcast to the output's
+        shape = memo.shape
+        cond, *broadcast = (
+            backend.broadcast_to(x, shape) if plan else x
+            for x, plan in zip(operands, memo.plans, strict=True)
+        )
+        ready = tuple(broadcast[: len(ready)])
+        if filled:
+            fill_value = broadcast[-1]
+    return backend.apply_where(
+        cond,
+        tuple(ready),
+        _checked("f1", f1, backend),
+        None if filled else _checked("f2", f2, backend),  # type: ignore[arg-type]
+        fill_value,
+    )
+
+
+# The memo's kind of an apply_where call, per (args is a tuple, fill_value given):
+# the operands are (cond, *args[, fill_value]).
+_APPLY_KINDS: Final = {
+    (True, True): "apply_where args fill_value",
+    (True, False): "apply_where args f2",
+    (False, True): "apply_where arg fill_value",
+    (False, False): "apply_where arg f2",
+}
+
+
+def _validate_apply_where(
+    kind: str, operands: tuple[Any, ...], tupled: bool, filled: bool
+) -> _memo.Memo:
+    """Validate the operands of an ``apply_where`` call (``cond``, the arguments, and
+    ``fill_value`` when ``filled``); what was decided, kept for the call's signature.
+
+    The decision is the backend, the output shape and, per operand, whether it
+    must be broadcast to it (the result dtype depends on what ``f1`` and ``f2``
+    return: the backend promotes on each call).
+    """
+    n = len(operands) - 1 - filled
+    names = [f"args[{i}]" for i in range(n)] if tupled else ["args"]
+    inputs = [("cond", operands[0]), *zip(names, operands[1 : n + 1], strict=True)]
+    fill_value: Any = operands[-1] if filled else None
+    if filled:
         inputs.append(("fill_value", fill_value))
     backend, named = resolve_inputs(inputs, ("fill_value",))
     check_layouts(backend, named)
-    _check_mask(backend, "cond", cond)
+    _check_mask(backend, "cond", operands[0])
     scalar_fill = type(fill_value) in PYTHON_SCALARS
-    if fill_value is not None and not scalar_fill:
+    if filled and not scalar_fill:
         value_kind(backend, "fill_value", fill_value.dtype)
     shape = _shapes(
         backend,
-        [n for n in named if n[0] != "fill_value" or not scalar_fill],
+        [x for x in named if x[0] != "fill_value" or not scalar_fill],
         "apply_where broadcasts cond, args and fill_value together",
     )
     check_devices(backend, named)
-    cond = _to_shape(backend, cond, shape)
-    ready = tuple(_to_shape(backend, a, shape) for _, a in named_args)
-    if fill_value is not None and not scalar_fill:
-        fill_value = _to_shape(backend, fill_value, shape)
-    return backend.apply_where(
-        cond,
-        ready,
-        _checked("f1", f1, backend),
-        None if f2 is None else _checked("f2", f2, backend),
-        fill_value,
-    )
+    # Broadcasting costs microseconds a call even to the same shape, which small
+    # calls notice: only operands of another shape are.
+    plans = [type(x) not in PYTHON_SCALARS and backend.shape(x) != shape for x in operands]
+    compared = [x for _, x in named]
+    _memo.remember(kind, backend, operands, (), compared, shape, None, plans, operands[0])
+    return _memo.Memo(backend, ("", False), None, shape, None, tuple(plans), (), 0)
 
 
 def _checked(name: str, f: Callable[..., Any], backend: Backend) -> Callable[..., Any]:
@@ -426,10 +467,3 @@ def _check_result(name: str, result: Any, like: Any, backend: Backend) -> None:
             f"{tuple(backend.shape(like))} (it is applied element-wise), got shape "
             f"{tuple(backend.shape(result))}"
         )
-
-
-def _to_shape(backend: Backend, x: Any, shape: Shape) -> Any:
-    """``x`` broadcast to ``shape``; ``x`` itself when it has that shape (broadcasting
-    costs microseconds a call even then, which small calls notice).
-    """
-    return x if backend.shape(x) == shape else backend.broadcast_to(x, shape)

@@ -1,11 +1,13 @@
 """What the select family's validation decided, kept per call signature.
 
-The first call of :func:`~arrayselect.select_n` or
-:func:`~arrayselect.select_cases` with a given *signature* runs the core's whole
-validation (:mod:`arrayselect._family`); when it passes, what it decided (the
-backend, the output shape and dtype, which operands are cast, each Python
-scalar's range) is kept here. A later call of the same signature reuses it and
-re-checks only what the signature does not fix:
+The first call of :func:`~arrayselect.select_n`,
+:func:`~arrayselect.select_cases` or :func:`~arrayselect.apply_where` with a
+given *signature* runs the core's whole validation (:mod:`arrayselect._family`);
+when it passes, what it decided (the backend, the output shape and dtype, which
+operands are cast or broadcast, each Python scalar's range) is kept here.
+``apply_where`` keeps no dtype: its result dtype is the promotion of what its
+functions return, which the backend does on every call. A later call of the
+same signature reuses it and re-checks only what the signature does not fix:
 
 * a Python scalar's value, with :func:`~arrayselect._validate.check_scalar` and
   the range the validation derived;
@@ -42,7 +44,7 @@ from arrayselect._caches import register_cache
 from arrayselect._shapes import Shape
 from arrayselect._validate import PYTHON_SCALARS, ScalarRange
 
-__all__ = ["Memo", "ScalarPlan", "clear", "lookup", "one_device", "remember", "signature"]
+__all__ = ["Memo", "ScalarPlan", "clear", "find", "lookup", "one_device", "remember", "signature"]
 
 _CACHE_SIZE: Final = 1024
 
@@ -65,9 +67,10 @@ class Memo(NamedTuple):
     #: ``backend.dtype_mode()`` when decided.
     mode: Hashable
     shape: Shape
+    #: The result dtype (``None`` for ``apply_where``: its functions' results decide).
     dtype: Any
     #: Per operand: ``None`` (an array passed as it is), ``True`` (an array cast to
-    #: ``dtype``) or a :class:`ScalarPlan`.
+    #: ``dtype``; for ``apply_where``: broadcast to ``shape``) or a :class:`ScalarPlan`.
     plans: tuple[Any, ...]
     #: Positions of the operands whose devices the core compared (empty: none to compare).
     devices: tuple[int, ...]
@@ -82,26 +85,81 @@ _memos: dict[Hashable, Memo] = {}
 # as JAX's weak type). Set on each valid call, so a newly registered backend's
 # signer replaces the old one's at its first decision.
 _signers: dict[tuple[type, bool], Callable[[Any], Hashable]] = {}
+# The ``backend.signature`` each signer was made from (a signer is made again only
+# when it changes, which invalidates the layouts below).
+_signer_specs: dict[tuple[type, bool], Any] = {}
+# Per (operand types, force_portable): where the arrays are among the operands, their
+# one signer, and their distinct types (to ask whether a compiler traces). Derived
+# from ``_signers``, so cleared whenever a signer changes.
+_Pick = Callable[[Sequence[Any]], tuple[Any, ...]]
+_Layout = tuple[_Pick, Callable[[Any], Hashable], tuple[type, ...]]
+_layouts: dict[tuple[tuple[type, ...], bool], _Layout] = {}
 register_cache("family.signatures", lambda: (len(_memos), _CACHE_SIZE))
 
 
 def signature(kind: str, operands: Sequence[Any]) -> Hashable | None:
-    """The memo key of a call, or ``None`` when no decision may be kept for it."""
+    """The memo key of a call, or ``None`` when no decision may be kept for it.
+
+    ``(kind, force_portable, the operands' types, the arrays' signatures)``. The
+    first call with some operand types finds each array's signer (and the
+    array types to ask whether a compiler traces) one operand at a time; later
+    calls with those types read them from ``_layouts`` and sign the arrays in one
+    ``map`` (a call of ten operands pays microseconds for the loop otherwise).
+    """
     portable = _registry.portable_forced()
-    parts: list[Hashable] = [kind, portable]
-    for x in operands:
-        t = type(x)
+    types = tuple(map(type, operands))
+    layout = _layouts.get((types, portable))
+    if layout is None:
+        return _first_signature(kind, operands, types, portable)
+    pick, sign, traced_types = layout
+    checks = _registry.tracing_checks  # asked on every call: registered at any time
+    for t in traced_types:
+        tracing = checks.get(t)
+        if tracing is not None and tracing():
+            return None  # a compiler traces: no memo (it would guard on what it read)
+    return (kind, portable, types, tuple(map(sign, pick(operands))))
+
+
+def _first_signature(
+    kind: str, operands: Sequence[Any], types: tuple[type, ...], portable: bool
+) -> Hashable | None:
+    """:func:`signature` for operand types it has no layout for; keeps the layout
+    when every array has the same signer (one backend serves them).
+    """
+    at: list[int] = []
+    signs: list[Callable[[Any], Hashable]] = []
+    for i, t in enumerate(types):
         if t in PYTHON_SCALARS:
-            parts.append(t)  # type: ignore[arg-type]  # types are hashable
-            continue
+            continue  # a Python scalar stands for its type, which ``types`` holds
         sign = _signers.get((t, portable))
         if sign is None:
             return None
         tracing = _registry.tracing_checks.get(t)
         if tracing is not None and tracing():
             return None  # a compiler traces: no memo (it would guard on what it read)
-        parts.append((t, sign(x)))
-    return tuple(parts)
+        at.append(i)
+        signs.append(sign)
+    if not at:
+        return None
+    if all(s is signs[0] for s in signs):
+        pick = operator.itemgetter(*at) if len(at) > 1 else _one(at[0])
+        traced_types = tuple(dict.fromkeys(types[i] for i in at))
+        _layouts[types, portable] = (pick, signs[0], traced_types)
+        if len(_layouts) > _CACHE_SIZE:
+            _layouts.clear()
+    return (kind, portable, types, tuple(s(operands[i]) for s, i in zip(signs, at, strict=True)))
+
+
+def _one(i: int) -> Callable[[Sequence[Any]], tuple[Any]]:
+    """``operator.itemgetter(i)``, but the item in a 1-tuple (as for several positions)."""
+    return lambda operands: (operands[i],)
+
+
+def find(kind: str, operands: Sequence[Any]) -> Memo | None:
+    """The decision kept for a call's signature if it still holds, else ``None``
+    (:func:`lookup` of :func:`signature`, in one call).
+    """
+    return lookup(signature(kind, operands))
 
 
 def lookup(key: Hashable | None) -> Memo | None:
@@ -159,13 +217,14 @@ def remember(
 ) -> None:
     """Keep what validation decided for a call of ``kind`` (``None``: not kept).
 
-    ``values`` are the operands that make the result (cases, choices, default);
+    ``values`` are the operands that make the result (cases, choices, default),
+    and ``dtype`` the result dtype (``None``: not decided by validation);
     ``compared`` the arrays whose devices the core compared; ``like`` the array
     Python scalars are placed like.
     """
     if kind is None:
         return
-    if all(type(x) in PYTHON_SCALARS or x.dtype != dtype for x in values):
+    if dtype is not None and all(type(x) in PYTHON_SCALARS or x.dtype != dtype for x in values):
         return  # the result dtype is a library default (of a Python scalar): not kept
     arrays = [x for x in operands if type(x) not in PYTHON_SCALARS]
     if len(compared) != len(arrays):
@@ -181,8 +240,12 @@ def remember(
     )
     like_at = next(i for i, x in enumerate(operands) if x is like)
     portable = _registry.portable_forced()
+    spec = backend.signature
     for x in arrays:
-        _signers[type(x), portable] = _signer(backend)
+        if _signer_specs.get((type(x), portable)) != spec:
+            _signer_specs[type(x), portable] = spec
+            _signers[type(x), portable] = _signer(backend)
+            _layouts.clear()
     key = signature(kind, operands)
     if key is None:
         return
@@ -198,3 +261,4 @@ def remember(
 def clear() -> None:
     """Forget every kept decision (tests compare warm answers with cold ones)."""
     _memos.clear()
+    _layouts.clear()

@@ -618,6 +618,12 @@ static PyMethodDef sk_methods[] = {
      "out[i] = choices[k][i] for the first k with conds[k][i] nonzero, else default[i],\n"
      "in one pass. conds: ndarrays of 1, 2, 4 or 8 bytes; choices and default: ndarrays\n"
      "of one item size; all broadcast to the output shape; out as for select_n."},
+    {"apply_take", (PyCFunction)(void (*)(void))sk_apply_take, METH_FASTCALL,
+     "apply_take(cond, x)\n--\n\nx's elements where cond is nonzero, 1-D in C order, or\n"
+     "NotImplemented for operands other than C-contiguous ndarrays of one shape."},
+    {"apply_put", (PyCFunction)(void (*)(void))sk_apply_put, METH_FASTCALL,
+     "apply_put(cond, taken, base)\n--\n\nA new array of cond's shape: taken's elements\n"
+     "where cond is nonzero, base's (0-d: its value) elsewhere, or NotImplemented."},
     {"set_isa", sk_set_isa, METH_O,
      "Use the loops of this instruction set (baseline, avx2, avx512) from the next call on."},
     {"isa_info", sk_isa_info, METH_NOARGS,

@@ -1189,3 +1189,345 @@ done:
     Py_DECREF(choices);
     return res;
 }
+
+/* ------------------------------------------------------------------------ */
+/* apply_where's gather and scatter (family.py)                             */
+/* ------------------------------------------------------------------------ */
+/*
+ *     apply_take(cond, x):        x's elements where cond is nonzero, 1-D, C order
+ *     apply_put(cond, taken, base): a new array of cond's shape: taken's elements
+ *                                  where cond is nonzero, in C order, and base's
+ *                                  elsewhere (a 0-d base: that one value; a 1-D
+ *                                  base: its elements in C order)
+ *
+ * what apply_where's f1 and f2 read and what their results are put into, in
+ * one branchless pass each (np.flatnonzero, np.take and an assignment at the
+ * positions are three passes, and boolean indexing branches on every element
+ * of a random mask). Only C-contiguous, aligned, exact ndarrays of 1, 2, 4, 8
+ * or 16-byte items without object references, a bool cond of the same shape:
+ * anything else returns NotImplemented and family.py takes NumPy's route, with
+ * the same result. Values move as raw bits (no dtype is interpreted).
+ */
+
+/* Whether `a` is an array these loops read as it is. */
+static int
+sk_apply_plain(PyObject *obj)
+{
+    if (!PyArray_CheckExact(obj)) {
+        return 0;
+    }
+    PyArrayObject *a = (PyArrayObject *)obj;
+    const npy_intp isz = PyArray_ITEMSIZE(a);
+    return PyArray_IS_C_CONTIGUOUS(a) && PyArray_ISALIGNED(a) &&
+           !PyDataType_REFCHK(PyArray_DESCR(a)) &&
+           (isz == 1 || isz == 2 || isz == 4 || isz == 8 || isz == 16);
+}
+
+/* Whether `cond` is a C-contiguous bool array of `a`'s shape. */
+static int
+sk_apply_mask(PyObject *cond, PyArrayObject *a, int same_shape)
+{
+    if (!PyArray_CheckExact(cond)) {
+        return 0;
+    }
+    PyArrayObject *c = (PyArrayObject *)cond;
+    if (PyArray_TYPE(c) != NPY_BOOL || !PyArray_IS_C_CONTIGUOUS(c)) {
+        return 0;
+    }
+    return !same_shape || (PyArray_NDIM(c) == PyArray_NDIM(a) &&
+                           PyArray_CompareLists(PyArray_DIMS(c), PyArray_DIMS(a),
+                                                PyArray_NDIM(a)));
+}
+
+/* The number of nonzero bytes of m[0:n]. */
+static npy_intp
+sk_apply_count(const npy_bool *m, npy_intp n)
+{
+    npy_intp count = 0;
+    for (npy_intp i = 0; i < n; i++) {
+        count += m[i] != 0;
+    }
+    return count;
+}
+
+typedef struct {
+    uint64_t lo, hi;
+} sk_apply_u128;
+
+/* dst[k:count] = src[i] for each i >= i0 with m[i] != 0, from dst[k0]: the write is
+ * unconditional and the index moves by the mask (no branch on the data),
+ * stopping at count. */
+#define SK_APPLY_TAKE(T)                                                                   \
+    {                                                                                      \
+        const T *s = (const T *)src;                                                       \
+        T *d = (T *)dst;                                                                   \
+        npy_intp k = k0;                                                                   \
+        for (npy_intp i = i0; i < n && k < count; i++) {                                   \
+            d[k] = s[i];                                                                   \
+            k += m[i] != 0;                                                                \
+        }                                                                                  \
+    }
+
+/* out[i] = m[i] ? t[k++] : (fill ? b[0] : b[j++]) for i >= i0, from t[k0], b[j0];
+ * nt and nb are at least 1 here. With a fill value, up to the last true
+ * element k < nt holds wherever t[k] is read (a true element is still ahead),
+ * and after it every element is the fill. With two sides the reads are
+ * clamped to the last element (the value read is used only where the index is
+ * in range), so that neither loop branches on the data. */
+#define SK_APPLY_PUT(T)                                                                    \
+    {                                                                                      \
+        const T *tv = (const T *)t;                                                        \
+        const T *bv = (const T *)b;                                                        \
+        T *o = (T *)out;                                                                   \
+        npy_intp k = k0, j = j0, i = i0;                                                   \
+        if (fill) {                                                                        \
+            const T f = bv[0];                                                             \
+            npy_intp last = n - 1;                                                         \
+            while (last >= i && !m[last]) {                                                \
+                last--;                                                                    \
+            }                                                                              \
+            for (; i <= last; i++) {                                                       \
+                const npy_intp on = m[i] != 0;                                             \
+                const T x = tv[k];                                                         \
+                o[i] = on ? x : f;                                                         \
+                k += on;                                                                   \
+            }                                                                              \
+            for (; i < n; i++) {                                                           \
+                o[i] = f;                                                                  \
+            }                                                                              \
+        }                                                                                  \
+        else {                                                                             \
+            const npy_intp tl = nt - 1, bl = nb - 1;                                       \
+            for (; i < n; i++) {                                                           \
+                const npy_intp on = m[i] != 0;                                             \
+                const T x = tv[k < tl ? k : tl];                                           \
+                const T y = bv[j < bl ? j : bl];                                           \
+                o[i] = on ? x : y;                                                         \
+                k += on;                                                                   \
+                j += 1 - on;                                                               \
+            }                                                                              \
+        }                                                                                  \
+    }
+
+/*
+ * AVX-512 (where select's loops use it): 64 mask bytes become a mask register
+ * in one test, and each vector of 4 or 8-byte items is compressed (take) or
+ * expanded (put) in a register, then stored whole. The blocks run only while
+ * a whole block's stores and loads stay inside the arrays (64 items of room
+ * left in each); the scalar loops above finish from where they stopped. The
+ * register forms, not the memory forms of compress and expand: those are
+ * microcoded on some CPUs (AMD Zen 4).
+ */
+#if SK_FAM_HAVE_X86_COPIES && defined(__x86_64__) /* (implied: named for the guard check) */
+#include <immintrin.h>
+#define SK_APPLY_AVX512 __attribute__((target("avx512f,avx512bw")))
+
+#define SK_APPLY_VECTOR_LOOPS(W, LANES, MT, EPI)                                           \
+    SK_APPLY_AVX512 static void sk_apply_take##W##_avx512(                                 \
+        const npy_bool *m, npy_intp n, const char *src, char *dst, npy_intp count,         \
+        npy_intp *ip, npy_intp *kp)                                                        \
+    {                                                                                      \
+        npy_intp i = 0, k = 0;                                                             \
+        for (; i + 64 <= n && count - k >= 64; i += 64) {                                  \
+            const __m512i mv = _mm512_loadu_si512((const void *)(m + i));                  \
+            const uint64_t bits = (uint64_t)_mm512_test_epi8_mask(mv, mv);                 \
+            for (int g = 0; g < 64 / LANES; g++) {                                         \
+                const MT km = (MT)(bits >> (g * LANES));                                   \
+                const __m512i v =                                                          \
+                    _mm512_loadu_si512((const void *)(src + (i + g * LANES) * W));         \
+                _mm512_storeu_si512((void *)(dst + k * W),                                 \
+                                    _mm512_maskz_compress_##EPI(km, v));                   \
+                k += __builtin_popcount((unsigned)km);                                     \
+            }                                                                              \
+        }                                                                                  \
+        *ip = i;                                                                           \
+        *kp = k;                                                                           \
+    }                                                                                      \
+    SK_APPLY_AVX512 static void sk_apply_put##W##_avx512(                                  \
+        const npy_bool *m, npy_intp n, const char *t, npy_intp nt, const char *b,          \
+        npy_intp nb, int fill, char *out, npy_intp *ip, npy_intp *kp, npy_intp *jp)        \
+    {                                                                                      \
+        npy_intp i = 0, k = 0, j = 0;                                                      \
+        const __m512i fv = _mm512_maskz_loadu_##EPI((MT)1, (const void *)b);               \
+        const __m512i fills = _mm512_permutexvar_##EPI(_mm512_setzero_si512(), fv);        \
+        for (; i + 64 <= n && nt - k >= 64 && (fill || nb - j >= 64); i += 64) {           \
+            const __m512i mv = _mm512_loadu_si512((const void *)(m + i));                  \
+            const uint64_t bits = (uint64_t)_mm512_test_epi8_mask(mv, mv);                 \
+            for (int g = 0; g < 64 / LANES; g++) {                                         \
+                const MT km = (MT)(bits >> (g * LANES));                                   \
+                const int on = __builtin_popcount((unsigned)km);                           \
+                const __m512i tv = _mm512_loadu_si512((const void *)(t + k * W));          \
+                __m512i base = fills;                                                      \
+                if (!fill) {                                                               \
+                    const __m512i bv = _mm512_loadu_si512((const void *)(b + j * W));      \
+                    base = _mm512_maskz_expand_##EPI((MT)~km, bv);                         \
+                    j += LANES - on;                                                       \
+                }                                                                          \
+                _mm512_storeu_si512((void *)(out + (i + g * LANES) * W),                   \
+                                    _mm512_mask_expand_##EPI(base, km, tv));               \
+                k += on;                                                                   \
+            }                                                                              \
+        }                                                                                  \
+        *ip = i;                                                                           \
+        *kp = k;                                                                           \
+        *jp = j;                                                                           \
+    }
+
+SK_APPLY_VECTOR_LOOPS(8, 8, __mmask8, epi64)
+SK_APPLY_VECTOR_LOOPS(4, 16, __mmask16, epi32)
+#undef SK_APPLY_VECTOR_LOOPS
+#endif
+
+/* Whether the AVX-512 blocks run for items of isz bytes. */
+static int
+sk_apply_vector(npy_intp isz)
+{
+#if SK_FAM_HAVE_X86_COPIES
+    return (isz == 4 || isz == 8) && sk_isa_current() == SK_ISA_AVX512;
+#else
+    (void)isz;
+    return 0;
+#endif
+}
+
+static void
+sk_apply_take_loop(const npy_bool *m, npy_intp n, const char *src, char *dst, npy_intp count,
+                   npy_intp isz)
+{
+    npy_intp i0 = 0, k0 = 0;
+#if SK_FAM_HAVE_X86_COPIES
+    if (sk_apply_vector(isz)) {
+        if (isz == 8) {
+            sk_apply_take8_avx512(m, n, src, dst, count, &i0, &k0);
+        }
+        else {
+            sk_apply_take4_avx512(m, n, src, dst, count, &i0, &k0);
+        }
+    }
+#endif
+    switch (isz) {
+    case 1: SK_APPLY_TAKE(uint8_t) break;
+    case 2: SK_APPLY_TAKE(uint16_t) break;
+    case 4: SK_APPLY_TAKE(uint32_t) break;
+    case 8: SK_APPLY_TAKE(uint64_t) break;
+    default: SK_APPLY_TAKE(sk_apply_u128) break;
+    }
+}
+
+static void
+sk_apply_put_loop(const npy_bool *m, npy_intp n, const char *t, npy_intp nt, const char *b,
+                  npy_intp nb, int fill, char *out, npy_intp isz)
+{
+    npy_intp i0 = 0, k0 = 0, j0 = 0;
+#if SK_FAM_HAVE_X86_COPIES
+    if (sk_apply_vector(isz)) {
+        if (isz == 8) {
+            sk_apply_put8_avx512(m, n, t, nt, b, nb, fill, out, &i0, &k0, &j0);
+        }
+        else {
+            sk_apply_put4_avx512(m, n, t, nt, b, nb, fill, out, &i0, &k0, &j0);
+        }
+    }
+#endif
+    switch (isz) {
+    case 1: SK_APPLY_PUT(uint8_t) break;
+    case 2: SK_APPLY_PUT(uint16_t) break;
+    case 4: SK_APPLY_PUT(uint32_t) break;
+    case 8: SK_APPLY_PUT(uint64_t) break;
+    default: SK_APPLY_PUT(sk_apply_u128) break;
+    }
+}
+
+/* Above this many elements the loops run without the GIL. */
+#define SK_APPLY_NOGIL 32768
+
+PyObject *
+sk_apply_take(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "apply_take() takes 2 arguments (cond, x)");
+        return NULL;
+    }
+    if (!sk_apply_plain(args[1]) || !sk_apply_mask(args[0], (PyArrayObject *)args[1], 1)) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    PyArrayObject *c = (PyArrayObject *)args[0], *x = (PyArrayObject *)args[1];
+    const npy_intp n = PyArray_SIZE(c);
+    const npy_bool *m = (const npy_bool *)PyArray_DATA(c);
+    npy_intp count = sk_apply_count(m, n);
+    PyArray_Descr *d = PyArray_DESCR(x);
+    Py_INCREF(d);
+    PyObject *r = PyArray_NewFromDescr(&PyArray_Type, d, 1, &count, NULL, NULL, 0, NULL);
+    if (r == NULL) {
+        return NULL;
+    }
+    const char *src = PyArray_DATA(x);
+    char *dst = PyArray_DATA((PyArrayObject *)r);
+    const npy_intp isz = PyArray_ITEMSIZE(x);
+    if (n > SK_APPLY_NOGIL) {
+        Py_BEGIN_ALLOW_THREADS
+        sk_apply_take_loop(m, n, src, dst, count, isz);
+        Py_END_ALLOW_THREADS
+    }
+    else {
+        sk_apply_take_loop(m, n, src, dst, count, isz);
+    }
+    return r;
+}
+
+PyObject *
+sk_apply_put(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "apply_put() takes 3 arguments (cond, taken, base)");
+        return NULL;
+    }
+    if (!sk_apply_plain(args[1]) || !sk_apply_plain(args[2]) ||
+        !sk_apply_mask(args[0], NULL, 0)) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    PyArrayObject *c = (PyArrayObject *)args[0];
+    PyArrayObject *t = (PyArrayObject *)args[1], *b = (PyArrayObject *)args[2];
+    const int one = PyArray_NDIM(b) == 0;
+    if (PyArray_NDIM(t) != 1 || (!one && PyArray_NDIM(b) != 1) ||
+        !PyArray_EquivTypes(PyArray_DESCR(t), PyArray_DESCR(b))) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    const npy_intp n = PyArray_SIZE(c);
+    const npy_bool *m = (const npy_bool *)PyArray_DATA(c);
+    const npy_intp nt = sk_apply_count(m, n);
+    const npy_intp nb = one ? 1 : n - nt;
+    if (PyArray_DIM(t, 0) != nt || (!one && PyArray_DIM(b, 0) != nb)) {
+        Py_RETURN_NOTIMPLEMENTED; /* not the mask's counts: NumPy's route says why */
+    }
+    PyArray_Descr *d = PyArray_DESCR(t);
+    Py_INCREF(d);
+    PyObject *r = PyArray_NewFromDescr(&PyArray_Type, d, PyArray_NDIM(c), PyArray_DIMS(c), NULL,
+                                       NULL, 0, NULL);
+    if (r == NULL || n == 0) {
+        return r;
+    }
+    char *out = PyArray_DATA((PyArrayObject *)r);
+    const npy_intp isz = PyArray_ITEMSIZE(t);
+    if (nt == 0 || nb == 0) { /* one side everywhere: nothing to clamp against */
+        const char *src = nt == 0 ? PyArray_DATA(b) : PyArray_DATA(t);
+        if (nt == 0 && one) {
+            for (npy_intp i = 0; i < n; i++) {
+                memcpy(out + i * isz, src, (size_t)isz);
+            }
+        }
+        else {
+            memcpy(out, src, (size_t)(n * isz));
+        }
+        return r;
+    }
+    if (n > SK_APPLY_NOGIL) {
+        Py_BEGIN_ALLOW_THREADS
+        sk_apply_put_loop(m, n, PyArray_DATA(t), nt, PyArray_DATA(b), nb, one, out, isz);
+        Py_END_ALLOW_THREADS
+    }
+    else {
+        sk_apply_put_loop(m, n, PyArray_DATA(t), nt, PyArray_DATA(b), nb, one, out, isz);
+    }
+    return r;
+}

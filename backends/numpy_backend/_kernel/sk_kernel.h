@@ -244,6 +244,9 @@ PyObject *sk_fast_stats(PyObject *self, PyObject *args);
 /* select_n(which, cases, out) and select_cases(conds, choices, default, out). */
 PyObject *sk_select_n(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *sk_select_cases(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+/* apply_where's gather and scatter: apply_take(cond, x), apply_put(cond, taken, base). */
+PyObject *sk_apply_take(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *sk_apply_put(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 #endif /* !SK_STANDALONE */
 
 #endif /* SK_KERNEL_H */

@@ -214,8 +214,9 @@ class PortableBackend(Backend):
         try:
             result = xp.where(cond, then, else_)
         except RuntimeError as err:
-            # an old library without a where kernel for this dtype (torch < 2.7: uint16/32/
-            # 64 and float8, '"where_cpu" not implemented'): say so, not the library's error
+            # an old library without a where kernel for this dtype (torch 2.6-2.9: uint16/
+            # 32/64, on 2.6 float8 too; '"where_cpu" not implemented'): say so, not the
+            # library's error
             if "not implemented" not in str(err):
                 raise
             raise SelectTypeError(

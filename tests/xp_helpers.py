@@ -132,9 +132,15 @@ def dtype_skip_reason(xp: ModuleType, name: str) -> str | None:
     return None
 
 
+def where_lacks(xp: ModuleType, name: str) -> bool:
+    """Whether the library's own ``where`` has no kernel for dtype ``name`` (an old torch),
+    so that there is no library result to compare arrayselect's with."""
+    return xp.__name__ == "torch" and _torch_where_lacks(xp, name)
+
+
 def _torch_where_lacks(torch: ModuleType, name: str) -> bool:
-    """Whether ``torch.where`` has no CPU kernel for dtype ``name`` (torch < 2.7: uint16/32/
-    64 and the float8 dtypes)."""
+    """Whether ``torch.where`` has no CPU kernel for dtype ``name`` (torch 2.6 to 2.9:
+    uint16/32/64, and on 2.6 the float8 dtypes)."""
     dtype = getattr(torch, name, None)
     if dtype is None:
         return False
@@ -144,6 +150,21 @@ def _torch_where_lacks(torch: ModuleType, name: str) -> bool:
     except RuntimeError:
         return True
     return False
+
+
+#: The first PyTorch whose Dynamo traces ``where`` and ``select_n`` whole
+#: (``fullgraph=True``), as CI ran it: 2.13 to 2.15 do; 2.8 and 2.9 raise Dynamo's
+#: ``Unsupported`` (on ``next(generator, default)`` and on ``elementwise_dtypes``) and
+#: break the graph there instead; 2.10 to 2.12 were not run.
+FULLGRAPH_SINCE = (2, 13)
+
+
+def fullgraph(torch: ModuleType) -> bool:
+    """Whether a test may ask ``torch.compile`` for one whole graph (``fullgraph=True``)
+    on this PyTorch. Where it may not, Dynamo breaks the graph around what it cannot
+    trace and the compiled call's results are checked the same."""
+    major, minor = (int(part) for part in torch.__version__.split(".")[:2])
+    return (major, minor) >= FULLGRAPH_SINCE
 
 
 def skip_dtype(xp: ModuleType, name: str) -> None:

@@ -212,8 +212,9 @@ def _torch_is_watching() -> bool:
 
 
 def _where_lacks(dtype: torch.dtype) -> bool:
-    """Whether this torch's CPU ``torch.where`` has no kernel for ``dtype`` (torch < 2.7
-    for uint16/32/64 and the float8 dtypes: ``"where_cpu" not implemented``)."""
+    """Whether this torch's CPU ``torch.where`` has no kernel for ``dtype`` (torch 2.6-2.9
+    for uint16/32/64, on 2.6 for the float8 dtypes too: ``"where_cpu" not
+    implemented``)."""
     try:
         with warnings.catch_warnings():
             # complex32 (and bcomplex32 from torch 2.14) warn "experimental" when made;
@@ -249,6 +250,11 @@ def _where_bits(cond: Any, then: Any, else_: Any) -> Any:
         for x in (then, else_)
     )
     return torch.where(cond, then, else_).view(dtype)
+
+
+def _view(x: Any, dtype: Any) -> Any:
+    """``x`` (a tensor or ``None``) viewed as ``dtype``, a dtype of its element size."""
+    return None if x is None else x.view(dtype)
 
 
 def _dtype_of(then: Any, else_: Any) -> Any:
@@ -651,7 +657,14 @@ class TorchBackend(Backend):
         # kernel's, once it has one) on the tensors' memory, as select does.
         operands = (which, *cases) if out is None else (which, *cases, out)
         if not self._kernel_eligible(math.prod(shape), operands):  # type: ignore[arg-type]
-            return super().select_n(which, cases, shape, out)
+            raw = _WHERE_AS.get(cases[0].dtype)
+            if raw is None:
+                return super().select_n(which, cases, shape, out)
+            # no where kernel for the dtype here: the same selection on the bits
+            bits = super().select_n(
+                which, tuple(c.view(raw) for c in cases), shape, _view(out, raw)
+            )
+            return bits.view(cases[0].dtype) if out is None else out
         result = _empty(shape, None, cases[0].dtype) if out is None else out
         with self._profiled("arrayselect::select_n"):
             numpy_select_n(
@@ -669,7 +682,12 @@ class TorchBackend(Backend):
         # Plain eager CPU calls run on the NumPy backend's select_cases (the kernel's
         # one pass) on the tensors' memory; the rest chain torch.where.
         if not self._kernel_eligible(math.prod(shape), (*conds, *choices, default)):  # type: ignore[arg-type]
-            return super().select_cases(conds, choices, default, shape)
+            raw = _WHERE_AS.get(default.dtype)
+            if raw is None:
+                return super().select_cases(conds, choices, default, shape)
+            # no where kernel for the dtype here: the same selection on the bits
+            views = tuple(c.view(raw) for c in choices)
+            return super().select_cases(conds, views, default.view(raw), shape).view(default.dtype)
         result = _empty(shape, None, default.dtype)
         with self._profiled("arrayselect::select_cases"):
             numpy_select_cases(

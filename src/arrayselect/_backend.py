@@ -325,21 +325,29 @@ class Backend(abc.ABC):
             # Indices beyond the dtype's range cannot occur: those cases are unreachable.
             masks = [which == k for k in range(min(n, high + 1))]
             if not traced and (low < 0 or n <= high) and 0 not in which.shape:
+                hit = None
                 try:  # one reduction over the indices; the masks name the bad value
                     bad = (low < 0 and bool(xp.min(which) < 0)) or (
                         n <= high and bool(xp.max(which) >= n)
                     )
                 except (RuntimeError, TypeError, NotImplementedError):
-                    bad = True  # no reductions for this dtype (PyTorch uint64): ask the masks
+                    # no reductions for this dtype (PyTorch uint64): ask the masks
+                    hit = self._any(xp, masks)
+                    bad = not bool(xp.all(hit))
                 if bad and not self.mask_indexing(which):
                     # No boolean indexing: name the extreme index instead of the first.
                     low_bad = low < 0 and bool(xp.min(which) < 0)
                     raise index_error(int(xp.min(which) if low_bad else xp.max(which)), n)
                 if bad:
-                    hit = masks[0]
-                    for mask in masks[1:]:
-                        hit = xp.logical_or(hit, mask)
-                    found = which[xp.logical_not(hit)]
+                    miss = xp.logical_not(self._any(xp, masks) if hit is None else hit)
+                    try:
+                        found = which[miss]
+                    except (RuntimeError, TypeError, NotImplementedError):
+                        # no boolean indexing for this dtype (uint64 on PyTorch 2.6 and
+                        # 2.8, at least): the first miss by its flattened position
+                        flat = xp.reshape(miss, (-1,))
+                        first = int(xp.argmax(xp.astype(flat, xp.int8)))
+                        found = xp.reshape(which, (-1,))[first : first + 1]
                     if found.shape[0]:
                         raise index_error(int(found[0]), n)
             result = cases[len(masks) - 1]
@@ -348,6 +356,14 @@ class Backend(abc.ABC):
             if len(masks) == 1:
                 result = xp.where(masks[0], result, result)  # broadcast with which
         return self.write_out(result, out)
+
+    @staticmethod
+    def _any(xp: ModuleType, masks: list[Any]) -> Any:
+        """Where any of ``masks`` is true."""
+        hit = masks[0]
+        for mask in masks[1:]:
+            hit = xp.logical_or(hit, mask)
+        return hit
 
     def select_cases(
         self, conds: tuple[Any, ...], choices: tuple[Any, ...], default: Any, shape: Shape

@@ -27,6 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple
 
+import numpy as np
+
 from arrayselect._caches import register_cache
 from arrayselect._errors import SelectShapeError, SelectTypeError, SelectValueError
 
@@ -141,7 +143,9 @@ def _as_index(x: object) -> int | None:
     """
     if type(x) is int:
         return x
-    if isinstance(x, bool) or not hasattr(type(x), "__index__"):
+    # NumPy's bool scalar is an index on NumPy 2.2 (deprecated: np.True_ is 1) but not
+    # on 2.4: refused on every version, like Python's bool
+    if isinstance(x, (bool, np.bool_)) or not hasattr(type(x), "__index__"):
         return None
     try:
         return operator.index(x)  # type: ignore[arg-type]

@@ -29,6 +29,9 @@ from test_numpy_kernel import (  # noqa: F401  (isa and _restore_settings are fi
 
 import arrayselect as asel
 
+# each test once per usable instruction set, the kernel's settings restored after
+pytestmark = pytest.mark.usefixtures("isa", "_restore_settings")
+
 #: One dtype per item size the loops have: 1, 2, 4, 8, 16 and (where NumPy has it) 32.
 VALUE_DTYPES = [np.dtype(n) for n in ("u1", "f2", "f4", "f8", "c16")]
 if np.dtype(np.clongdouble).itemsize == 32:
@@ -46,17 +49,15 @@ def _explain(cond: np.ndarray, then: np.ndarray, else_: np.ndarray, out: Any = N
 def _views(n: int, step: int, offset: int, dtype: np.dtype[Any], cdtype: np.dtype[Any]) -> Any:
     """cond, then and else of n elements on `step`, starting `offset` elements in."""
     size = offset + abs(step) * max(n, 1) + 3
-    c, a, b = random_cond((size,), cdtype), random_array((size,), dtype), random_array((size,), dtype)
-    if step < 0:
-        sl = slice(size - 1 - offset, None, step)
-    else:
-        sl = slice(offset, None, step)
+    c = random_cond((size,), cdtype)
+    a, b = random_array((size,), dtype), random_array((size,), dtype)
+    sl = slice(size - 1 - offset, None, step) if step < 0 else slice(offset, None, step)
     return c[sl][:n], a[sl][:n], b[sl][:n]
 
 
 @pytest.mark.parametrize("step", [2, 3, 4])
 @pytest.mark.parametrize("dtype", VALUE_DTYPES, ids=str)
-def test_step_loop_matches_where(isa: str, dtype: np.dtype[Any], step: int) -> None:
+def test_step_loop_matches_where(dtype: np.dtype[Any], step: int) -> None:
     for cdtype in COND_DTYPES:
         for n in LENGTHS:
             for offset in (0, 1, 5):
@@ -70,7 +71,7 @@ def test_step_loop_matches_where(isa: str, dtype: np.dtype[Any], step: int) -> N
 
 @pytest.mark.parametrize("step", [-1, -2, -3, 5, 8])
 @pytest.mark.parametrize("dtype", VALUE_DTYPES, ids=str)
-def test_other_steps_unchanged(isa: str, dtype: np.dtype[Any], step: int) -> None:
+def test_other_steps_unchanged(dtype: np.dtype[Any], step: int) -> None:
     """Negative and larger steps keep their loops (buffered or element by element)."""
     for cdtype in (np.dtype(bool), np.dtype("i8")):
         for n in (1, 17, 65, 1031):
@@ -81,7 +82,7 @@ def test_other_steps_unchanged(isa: str, dtype: np.dtype[Any], step: int) -> Non
 
 
 @pytest.mark.parametrize("dtype", VALUE_DTYPES, ids=str)
-def test_mixed_and_strided_out(isa: str, dtype: np.dtype[Any]) -> None:
+def test_mixed_and_strided_out(dtype: np.dtype[Any]) -> None:
     """Steps that differ between operands, broadcast scalars and a strided out."""
     c = random_cond((64, 200))
     a, b = random_array((64, 200), dtype), random_array((64, 200), dtype)
@@ -111,7 +112,7 @@ def bits_of(x: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.parametrize("dtype", [np.dtype("f4"), np.dtype("f8"), np.dtype("c16")], ids=str)
-def test_step_loop_on_threads_and_rows(isa: str, dtype: np.dtype[Any]) -> None:
+def test_step_loop_on_threads_and_rows(dtype: np.dtype[Any]) -> None:
     """2-D step-2 slices of odd rows, split across threads inside rows."""
     asel.set_num_threads(2)
     numpy_kernel.set_parallel_threshold(1000)

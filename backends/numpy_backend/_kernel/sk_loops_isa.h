@@ -190,13 +190,7 @@ SK_GATHER_SCATTER(v8, uint64_t)
 #include "sk_loops_typed.h"
 
 /*
- * Value sizes 16 and 32 (complex128, long double, ...): L 8-byte lanes per
- * element, every lane under the same mask, moved with 16-byte vector
- * operations where the compiler has vector extensions. Contiguous operands
- * and broadcast scalars share one loop (as and bs are the item size or 0).
- */
-/*
- * The one-pass loop of step K for items of L 8-byte lanes (see sk_NAME(sk) in
+ * The one-pass loop of step K for items of L 8-byte lanes (see SK_NAME(sk) in
  * sk_loops_typed.h): every lane of an element under its cond's mask.
  */
 #define SK_WIDE_STEP_BODY(L, K)                                                               \
@@ -206,6 +200,13 @@ SK_GATHER_SCATTER(v8, uint64_t)
             o[L * i + l] = (a[K * L * i + l] & m) | (b[K * L * i + l] & ~m);                  \
         }                                                                                     \
     }
+
+/*
+ * Value sizes 16 and 32 (complex128, long double, ...): L 8-byte lanes per
+ * element, every lane under the same mask, moved with 16-byte vector
+ * operations where the compiler has vector extensions. Contiguous operands
+ * and broadcast scalars share one loop (as and bs are the item size or 0).
+ */
 #define SK_WIDE_LOOPS(CN, CT_, VN, L)                                                         \
     static SK_TARGET void SK_CAT(SK_CAT(SK_CAT(cc, CN), VN), SK_ISA)(                         \
         npy_intp n, const char *c_, npy_intp cs, const char *a, npy_intp as, const char *b,   \

@@ -33,6 +33,17 @@ Targets (the issue):
     inside the jitted function, and >= 5x faster than np.where (skipped without
     JAX); more strided layouts as information
 
+Per layout, an "of floor" row: select's bandwidth as a fraction of the copy
+floor's. The floor is a copy of the output by the kernel itself
+(``select(True, src, src, out=dst)`` with a 0-d cond: its block loop, a memmove
+split over the kernel's own threads), so both sides use the same threads and
+the ratio is about memory, not threads. Bandwidth counts the bytes each side
+must move per output element: the copy 2s (read s, write s; item size s),
+select the cond's item, then, else and out (a broadcast operand counts nothing
+per element); select writes into an ``out`` laid out as its own result would be.
+In these rows the first time column is the copy's. ``--only floor`` (or
+``--only step2``) runs those rows alone.
+
 Information rows: 10^7 with the output pool off and on one thread, and per
 instruction set the kernel's loops were compiled for and this CPU supports:
 10^6 float32 contiguous (in cache), 10^7 float32 contiguous (memory bound) and
@@ -215,6 +226,83 @@ def strided_rows(
             rows.append((name, tw, ts, text + " (info)", True))
 
 
+def kernel_copy(src: Any, dst: Any) -> Callable[[], Any]:
+    """The copy floor: dst = src by the kernel's block loop on the kernel's own threads."""
+    true = np.ones((), dtype=bool)
+    return lambda: asel.select(true, src, src, out=dst)
+
+
+def _line_factor(x: Any) -> float:
+    """Bytes of cache line an element of x drags in per byte used: its step, up to a line."""
+    if x.ndim == 0 or x.size <= 1:
+        return 1.0
+    inner = abs(x.strides[-1])
+    if inner <= x.itemsize or inner > min(abs(t) for t in x.strides if t != 0):
+        return 1.0  # contiguous rows, or a transpose (tiled: whole lines are used)
+    return min(inner, 64) / x.itemsize
+
+
+def floor_rows(
+    rows: list[tuple[str, float, float, str, bool]],
+    repeats: int,
+    mask: Callable[..., Any],
+    rand: Callable[..., Any],
+) -> None:
+    """Per layout: select's bandwidth as a fraction of the copy floor's, same threads."""
+    f32, f64 = np.dtype(np.float32), np.dtype(np.float64)
+    c2, a2, b2 = mask(1000, 2000), rand(f32, 1000, 2000), rand(f32, 1000, 2000)
+    layouts: list[tuple[str, Any, Any, Any]] = [
+        ("step-2 slices [:, ::2], f32 10^6", c2[:, ::2], a2[:, ::2], b2[:, ::2]),
+        (
+            "transposed (all 3), f32 10^7",
+            mask(COLS, ROWS).T,
+            rand(f32, COLS, ROWS).T,
+            rand(f32, COLS, ROWS).T,
+        ),
+        (
+            "cond (1,M), then/else (N,M), f32 10^7",
+            mask(1, COLS),
+            rand(f32, ROWS, COLS),
+            rand(f32, ROWS, COLS),
+        ),
+        (
+            "cond (N,1), then/else (N,M), f32 10^7",
+            mask(ROWS, 1),
+            rand(f32, ROWS, COLS),
+            rand(f32, ROWS, COLS),
+        ),
+        ("f64 10^6 contiguous", mask(10**6), rand(f64, 10**6), rand(f64, 10**6)),
+        ("f32 10^6 contiguous", mask(10**6), rand(f32, 10**6), rand(f32, 10**6)),
+        ("f32 10^7 contiguous", mask(N7), rand(f32, N7), rand(f32, N7)),
+    ]
+    for name, c, a, b in layouts:
+        shape = np.broadcast_shapes(c.shape, a.shape, b.shape)
+        out = asel.select(c, a, b)  # laid out as select lays out its result (transposes too)
+        src, dst = rand(a.dtype, *shape), np.empty(shape, a.dtype)
+        size, s = out.size, a.dtype.itemsize
+        # bytes per output element each side must move (a broadcast operand: ~0)
+        moved = sum(x.itemsize * x.size / size for x in (c, a, b)) + s
+        touched = sum(x.itemsize * x.size * _line_factor(x) / size for x in (c, a, b)) + s
+        t_copy, t_sel = compare_many(
+            [kernel_copy(src, dst), lambda c=c, a=a, b=b, out=out: asel.select(c, a, b, out=out)],
+            repeats,
+        )
+        frac = (moved / t_sel) / (2 * s / t_copy)
+        info = numpy_kernel.explain(c, a, b, out, shape, None, None, None)
+        rows.append(
+            (
+                f"of floor: {name}",
+                t_copy,
+                t_sel,
+                f"{frac:.2f} of floor ({moved:.1f} vs {2 * s} B/element"
+                + (f", {touched:.1f} B in the cache lines read" if touched != moved else "")
+                + f"; time {t_copy / t_sel:.2f} "
+                f"of the copy's; loop {info['loop']}, {info['threads']} threads) (target >= 0.9)",
+                frac >= 0.9,
+            )
+        )
+
+
 def isa_rows(
     rows: list[tuple[str, float, float, str, bool]],
     repeats: int,
@@ -258,6 +346,9 @@ def isa_rows(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=21)
+    parser.add_argument(
+        "--only", choices=("all", "floor", "step2"), default="all", help="run these rows alone"
+    )
     args = parser.parse_args()
     repeats = max(15, args.repeats)
     rng = np.random.default_rng(20240607)
@@ -267,6 +358,9 @@ def main() -> None:
 
     def mask(*shape: int) -> Any:
         return rng.random(shape) < 0.5
+
+    def rand(dtype: np.dtype[Any], *shape: int) -> Any:
+        return rng.random(shape).astype(dtype)
 
     rows: list[tuple[str, float, float, str, bool]] = []
 
@@ -305,6 +399,24 @@ def main() -> None:
         flush=True,
     )
 
+    if args.only == "floor":
+        floor_rows(rows, repeats, mask, rand)
+    elif args.only == "step2":
+        strided_rows(rows, repeats, mask, f32)
+    else:
+        all_rows(rows, repeats, rng, (mask, f32, rand), ratio_case)
+    print_rows(rows)
+
+
+def all_rows(
+    rows: list[tuple[str, float, float, str, bool]],
+    repeats: int,
+    rng: np.random.Generator,
+    makers: tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any]],
+    ratio_case: Callable[..., None],
+) -> None:
+    """Every row: the targets, the floor, the strided layouts, the information rows."""
+    mask, f32, rand = makers
     c7, a7, b7 = mask(N7), f32(N7), f32(N7)
     ratio_case("10^7 float32 contiguous", c7, a7, b7, 6, cold=True)
     c6, a6, b6 = c7[: 10**6].copy(), a7[: 10**6].copy(), b7[: 10**6].copy()
@@ -373,6 +485,7 @@ def main() -> None:
             )
         )
 
+    floor_rows(rows, repeats, mask, rand)
     strided_rows(rows, repeats, mask, f32)
     isa_rows(rows, repeats, (c6, a6, b6), (c7, a7, b7))
 
@@ -399,6 +512,9 @@ def main() -> None:
         )
     )
 
+
+def print_rows(rows: list[tuple[str, float, float, str, bool]]) -> None:
+    """The table, and the kernel's counters."""
     width = max(len(r[0]) for r in rows)
     print(f"{'case':<{width}}  {'np.where':>11}  {'select':>11}  result")
     print(f"{'':<{width}}  {'(baseline)':>11}  {'':>11}  (for the instruction-set rows)")

@@ -127,7 +127,9 @@ check_loops(int isa)
                                        33, 63, 64, 65, 127, 129, 255, 1000, -1};
     /* stride multipliers (cond, then, else, out) for the strided kinds */
     static const int strided[][4] = {{1, 1, 1, 1}, {2, 2, 2, 2}, {3, 3, 3, 3}, {4, 4, 4, 4},
-                                     {-1, -1, -1, -1}, {5, 2, 3, 7}, {1, -1, 4, 2}};
+                                     {-1, -1, -1, -1}, {5, 2, 3, 7}, {1, -1, 4, 2},
+                                     /* the one-pass steps: out contiguous */
+                                     {2, 2, 2, 1}, {3, 3, 3, 1}, {4, 4, 4, 1}};
     const sk_loop_table *table = sk_loops_compiled(isa);
     long cases = 0;
     const size_t cap = (size_t)NMAX * 32 * 7 + 2 * PAD + 64;
@@ -146,7 +148,7 @@ check_loops(int isa)
                 if (loop == NULL) {
                     continue;
                 }
-                const int nstr = kind == SK_ST || kind == SK_BST ? 7 : 1;
+                const int nstr = kind == SK_ST || kind == SK_BST || kind == SK_SK ? 10 : 1;
                 for (int si = 0; si < nstr; si++) {
                     for (size_t li = 0; li < sizeof(lengths) / sizeof(lengths[0]); li++) {
                         /* -1: past one block of the buffered loops */

@@ -285,7 +285,7 @@ def test_loop_choice() -> None:
     assert _explain(c[:, :1], a, a)["loop"] == "block"  # cond broadcast on the inner axis
     assert _explain(c, a[:, :1], a[:1])["loop"] == "contiguous-then-scalar"
     assert _explain(c, a, a[:1, :1])["loop"] == "contiguous-else-scalar"
-    assert _explain(c[::2, ::2], a[::2, ::2], a[::2, ::2])["loop"] == "strided-buffered"
+    assert _explain(c[::2, ::2], a[::2, ::2], a[::2, ::2])["loop"] == "strided-step"
     assert _explain(c[::2, ::5], a[::2, ::5], a[::2, ::5])["loop"] == "strided"  # rows of 10
     b = a.copy()
     assert _explain(c, a, b, out=a)["loop"] == "in-place-then"
@@ -439,7 +439,7 @@ def test_strided_loop_choice_and_tiles() -> None:
     c = random_cond((600, 700))
     a = random_array((600, 700), np.dtype("f4"))
     step2 = _explain(c[:, ::2], a[:, ::2], a[:, ::2])
-    assert step2["loop"] == "strided-buffered" and step2["tile"] == (0, 0)
+    assert step2["loop"] == "strided-step" and step2["tile"] == (0, 0)  # one pass
     rev = _explain(c[::-1, ::-1], a[::-1, ::-1], a[::-1, ::-1])
     assert rev["loop"] == "strided-buffered"  # a fresh output has positive strides
     assert rev["strides"][1] == (-4,)  # coalesced to one reversed axis
@@ -451,9 +451,10 @@ def test_strided_loop_choice_and_tiles() -> None:
     assert tiled["loop"] == "strided-buffered"
     assert tiled["tile"][0] >= 2 and tiled["tile"][1] > 0
     assert _explain(c, a, a)["tile"] == (0, 0)
-    # 16-byte items stay element by element (one element is a vector already)
+    # 16-byte items: the one-pass step loop; other strides element by element
     w = random_array((600, 700), np.dtype("c16"))
-    assert _explain(c[:, ::2], w[:, ::2], w[:, ::2])["loop"] == "strided"
+    assert _explain(c[:, ::2], w[:, ::2], w[:, ::2])["loop"] == "strided-step"
+    assert _explain(c[:, ::5], w[:, ::5], w[:, ::5])["loop"] == "strided"
 
 
 # --------------------------------------------------------------------------

@@ -80,9 +80,10 @@ typedef void (*sk_loop)(npy_intp n, const char *c, npy_intp cs, const char *a, n
 
 /*
  * Loop kinds: contiguous (then/else arrays or broadcast scalars), in place (out
- * is then or else), strided element by element, strided through buffers.
+ * is then or else), strided element by element, strided through buffers,
+ * strided in one pass (a small step shared by the inputs, out contiguous).
  */
-enum { SK_CC, SK_SC, SK_CS, SK_SS, SK_IA, SK_IB, SK_ST, SK_BST, SK_NKINDS };
+enum { SK_CC, SK_SC, SK_CS, SK_SS, SK_IA, SK_IB, SK_ST, SK_BST, SK_SK, SK_NKINDS };
 extern const char *const sk_kind_names[SK_NKINDS];
 
 /* The typed loops compiled for one instruction set. */

@@ -230,6 +230,7 @@ sk_block_loop(npy_intp n, const char *c, npy_intp cs, const char *a, npy_intp as
 const char *const sk_kind_names[SK_NKINDS] = {
     "contiguous", "contiguous-then-scalar", "contiguous-else-scalar", "contiguous-both-scalar",
     "in-place-then", "in-place-else", "strided", "strided-buffered",
+    "strided-step",
 };
 
 int

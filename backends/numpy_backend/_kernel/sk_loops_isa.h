@@ -190,6 +190,18 @@ SK_GATHER_SCATTER(v8, uint64_t)
 #include "sk_loops_typed.h"
 
 /*
+ * The one-pass loop of step K for items of L 8-byte lanes (see SK_NAME(sk) in
+ * sk_loops_typed.h): every lane of an element under its cond's mask.
+ */
+#define SK_WIDE_STEP_BODY(L, K)                                                               \
+    for (npy_intp i = 0; i < n; i++) {                                                        \
+        const uint64_t m = (uint64_t)0 - (uint64_t)(c[K * i] != 0);                           \
+        for (int l = 0; l < L; l++) {                                                         \
+            o[L * i + l] = (a[K * L * i + l] & m) | (b[K * L * i + l] & ~m);                  \
+        }                                                                                     \
+    }
+
+/*
  * Value sizes 16 and 32 (complex128, long double, ...): L 8-byte lanes per
  * element, every lane under the same mask, moved with 16-byte vector
  * operations where the compiler has vector extensions. Contiguous operands
@@ -215,6 +227,29 @@ SK_GATHER_SCATTER(v8, uint64_t)
             sk_wide_select(L, *(const CT_ *)c != 0, a, b, o);                                 \
             c += cs, a += as, b += bs, o += os;                                               \
         }                                                                                     \
+    }                                                                                         \
+    static SK_TARGET void SK_CAT(SK_CAT(SK_CAT(sk, CN), VN), SK_ISA)(                         \
+        npy_intp n, const char *c_, npy_intp cs, const char *a_, npy_intp as, const char *b_, \
+        npy_intp bs, char *o_, npy_intp os, npy_intp isz)                                     \
+    {                                                                                         \
+        const npy_intp csz = (npy_intp)sizeof(CT_), vsz = 8 * L, k = as / vsz;                \
+        if (os == vsz && bs == as && as == k * vsz && cs == k * csz && k >= 2 && k <= 4) {    \
+            const CT_ *SK_RESTRICT c = (const CT_ *)c_;                                       \
+            const uint64_t *SK_RESTRICT a = (const uint64_t *)a_;                             \
+            const uint64_t *SK_RESTRICT b = (const uint64_t *)b_;                             \
+            uint64_t *SK_RESTRICT o = (uint64_t *)o_;                                         \
+            if (k == 2) {                                                                     \
+                SK_WIDE_STEP_BODY(L, 2)                                                       \
+            }                                                                                 \
+            else if (k == 3) {                                                                \
+                SK_WIDE_STEP_BODY(L, 3)                                                       \
+            }                                                                                 \
+            else {                                                                            \
+                SK_WIDE_STEP_BODY(L, 4)                                                       \
+            }                                                                                 \
+            return;                                                                           \
+        }                                                                                     \
+        SK_CAT(SK_CAT(SK_CAT(st, CN), VN), SK_ISA)(n, c_, cs, a_, as, b_, bs, o_, os, isz);   \
     }
 
 SK_WIDE_LOOPS(c1, uint8_t, v16, 2)
@@ -226,15 +261,17 @@ SK_WIDE_LOOPS(c2, uint16_t, v32, 4)
 SK_WIDE_LOOPS(c4, uint32_t, v32, 4)
 SK_WIDE_LOOPS(c8, uint64_t, v32, 4)
 #undef SK_WIDE_LOOPS
+#undef SK_WIDE_STEP_BODY
 
 /* The table: [value size index][cond size index][kind]; NULL where a kind does not exist. */
 #define SK_F(kind, CN, VN) SK_CAT(SK_CAT(SK_CAT(kind, CN), VN), SK_ISA)
 #define SK_ROW(CN, VN)                                                                        \
     {SK_F(cc, CN, VN), SK_F(sc, CN, VN), SK_F(cs, CN, VN), SK_F(ss, CN, VN),                  \
-     SK_F(ia, CN, VN), SK_F(ib, CN, VN), SK_F(st, CN, VN), SK_F(bst, CN, VN)}
+     SK_F(ia, CN, VN), SK_F(ib, CN, VN), SK_F(st, CN, VN), SK_F(bst, CN, VN),                 \
+     SK_F(sk, CN, VN)}
 #define SK_WIDE_ROW(CN, VN)                                                                   \
     {SK_F(cc, CN, VN), SK_F(cc, CN, VN), SK_F(cc, CN, VN), SK_F(cc, CN, VN), NULL, NULL,      \
-     SK_F(st, CN, VN), SK_F(st, CN, VN)}
+     SK_F(st, CN, VN), SK_F(st, CN, VN), SK_F(sk, CN, VN)}
 #define SK_ROWS(VN) {SK_ROW(c1, VN), SK_ROW(c2, VN), SK_ROW(c4, VN), SK_ROW(c8, VN)}
 #define SK_WIDE_ROWS(VN)                                                                      \
     {SK_WIDE_ROW(c1, VN), SK_WIDE_ROW(c2, VN), SK_WIDE_ROW(c4, VN), SK_WIDE_ROW(c8, VN)}

@@ -134,6 +134,41 @@ SK_NAME(st)(npy_intp n, const char *c, npy_intp cs, const char *a, npy_intp as,
 }
 
 /*
+ * One pass over cond, then and else that share a small step k (2, 3 or 4
+ * elements, cond at its own width) into a contiguous out: a loop per k with the
+ * step known at compile time, which the vectorizer turns into wide loads and
+ * the instruction set's deinterleaving permutes (vpermt2 on AVX-512, shuffles
+ * and packs on AVX2 and SSE2, plain loads and stores where it has no vectors),
+ * so no element goes through a buffer. sk_pick_loop picks it for those strides
+ * only; any others (the C harness tries them) take the element loop.
+ */
+#define SK_STEP_BODY(K) SK_ALIGNED_FOR(i, n, o, o[i] = SK_NAME(sel)(c[K * i], a[K * i], b[K * i]);)
+static SK_TARGET void
+SK_NAME(sk)(npy_intp n, const char *c_, npy_intp cs, const char *a_, npy_intp as,
+            const char *b_, npy_intp bs, char *o_, npy_intp os, npy_intp isz)
+{
+    const npy_intp csz = (npy_intp)sizeof(CT), vsz = (npy_intp)sizeof(VT), k = as / vsz;
+    if (os == vsz && bs == as && as == k * vsz && cs == k * csz && k >= 2 && k <= 4) {
+        const CT *SK_RESTRICT c = (const CT *)c_;
+        const VT *SK_RESTRICT a = (const VT *)a_;
+        const VT *SK_RESTRICT b = (const VT *)b_;
+        VT *SK_RESTRICT o = (VT *)o_;
+        if (k == 2) {
+            SK_STEP_BODY(2)
+        }
+        else if (k == 3) {
+            SK_STEP_BODY(3)
+        }
+        else {
+            SK_STEP_BODY(4)
+        }
+        return;
+    }
+    SK_NAME(st)(n, c_, cs, a_, as, b_, bs, o_, os, isz);
+}
+#undef SK_STEP_BODY
+
+/*
  * Gather n elements of cond, then and else that share one step (in elements,
  * 2 or more; a reversed mixed-type loop does not vectorize, so step -1 goes
  * through the single-type gathers).

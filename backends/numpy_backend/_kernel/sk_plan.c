@@ -12,7 +12,9 @@
  *     loops the compiler vectorizes (restrict pointers, no aliasing);
  *   - out is then (or else) itself: in-place variants of the same loops;
  *   - cond broadcast along the inner axis: a block copy of the chosen row;
- *   - anything else (steps, reversed or transposed views): blocks gathered
+ *   - cond, then and else on one step of 2, 3 or 4 elements, out contiguous:
+ *     one pass that reads the step directly (the ISA's deinterleaving shuffles);
+ *   - anything else (other steps, reversed or transposed views): blocks gathered
  *     into L1 buffers, the contiguous loop on them, the output scattered back
  *     (or, for short rows and 16/32-byte items, an element-by-element loop);
  *     operands whose fast axis is not the iteration's inner one are visited
@@ -261,6 +263,17 @@ sk_pick_loop(sk_job *J, npy_intp csz, int alias_a, int alias_b, int alias_c)
             J->loop_name = sk_kind_names[SK_IB];
             return;
         }
+    }
+    /*
+     * cond, then and else on one small step (2, 3 or 4 elements: x[:, ::2]
+     * slices, every other field of a record), out contiguous: one pass that
+     * reads the step directly, every item size.
+     */
+    if (os == isz && as == bs && as % isz == 0 && as / isz >= 2 && as / isz <= 4 &&
+        cs == as / isz * csz && row[SK_SK] != NULL) {
+        J->loop = row[SK_SK];
+        J->loop_name = sk_kind_names[SK_SK];
+        return;
     }
     /*
      * Strided: gather blocks into L1 buffers and run the vectorized loop on

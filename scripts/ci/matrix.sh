@@ -27,10 +27,12 @@ LOGS=$ARRAYSELECT_MATRIX_DIR/logs
 mkdir -p "$LOGS"
 LANES=${ARRAYSELECT_MATRIX_LANES:-2}
 # job name | script and its arguments | group | interpreter, CPU, dependency set (for a
-# skip record). Longest first (seconds measured in CI, load about 1, one job at a time).
+# skip record). Longest first; warm caches, about (s): qemu ~400-600 each, deps ~450
+# each, cross ~290, the three sid Pythons ~270 each (one group: ~810 in all), free-threaded
+# ~75. The sid Pythons start after the deps jobs, so both lanes end at about the same time.
 JOBS=(
-  "qemu-s390x|job_qemu.sh s390x|qemu-s390x|3.14|s390x (qemu)|Debian sid"
   "qemu-aarch64|job_qemu.sh aarch64|qemu-aarch64|3.14|aarch64 (qemu)|Debian sid"
+  "qemu-s390x|job_qemu.sh s390x|qemu-s390x|3.14|s390x (qemu)|Debian sid"
   "deps-oldest|job_deps.sh oldest|deps|3.11|x86_64|oldest"
   "deps-newest|job_deps.sh newest|deps|3.11|x86_64|newest"
   "cross|job_cross.sh|cross|3.11|windows, macos, musl|C only"

@@ -16,7 +16,7 @@
 # through ccache, whose store stays in the cached root, so only C files changed since the
 # last run compile under emulation. Measured (s390x, load 1.5-3): 100 s with ccache cold,
 # 46 s warm. aarch64 is far slower cold: gcc -O3 vectorizes for NEON, and sk_family.c
-# alone took 408 s, sk_loops.c over 10 min (load 3-4.5); warm, it is as fast as s390x.
+# alone took 408 s, sk_loops.c 12 min, the whole build 1465 s (load 3-4.5).
 #
 # Tests: ARRAYSELECT_QEMU_TESTS (default below) - the kernel, core, family, fuzz and
 # no-kernel tests on NumPy and array-api-strict. The root and the wheels are cached under

@@ -61,9 +61,11 @@ command -v "qemu-$ARCH-static" > /dev/null || need+=(qemu-user-static)
 command -v update-binfmts > /dev/null || need+=(binfmt-support)
 if [ ${#need[@]} -gt 0 ]; then
   log "installing ${need[*]}"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
-    "${need[@]}" > /dev/null || skip "apt-get could not install ${need[*]}"
+  # the matrix runs jobs two at a time, and others install with apt too: wait for dpkg's
+  # lock rather than fail on it
+  $SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
+    --no-install-recommends "${need[@]}" > /dev/null || skip "apt-get could not install ${need[*]}"
 fi
 if [ ! -e /proc/sys/fs/binfmt_misc/status ]; then
   $SUDO mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc ||

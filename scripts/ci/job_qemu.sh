@@ -127,8 +127,9 @@ git ls-files -co --exclude-standard -z | $SUDO tar -c --null -T - -f - | $SUDO t
 $SUDO cp -r "$WHEELS" "$ROOT/wheels"
 t0=$(date +%s)
 # /usr/lib/ccache first on PATH: every gcc/cc run in the root goes through ccache, the
-# package's build and the tests' own compiles (tests/test_numpy_kernel_cpu.py builds the
-# kernel again with SK_NO_DISPATCH: 342 s of emulated gcc on s390x without ccache)
+# package's build and the tests' own one-file compiles (on aarch64,
+# test_compiles_for_aarch64_and_with_clang_without_warnings compiles every kernel file
+# with -O3 -Werror by the root's aarch64-linux-gnu-gcc: as slow as the build when cold)
 in_root() {
   $SUDO chroot "$ROOT" env -i PATH=/usr/lib/ccache:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
     LANG=C.UTF-8 CCACHE_DIR=/var/cache/ccache "$@"

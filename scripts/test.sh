@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Set everything up, then run the whole test suite (the CI matrix's main job: CPython 3.11,
-# x86-64, the pinned dependencies), mypy and ruff; then the CI matrix (scripts/ci/matrix.sh:
-# CPython 3.12-3.14 and a free-threaded 3.13t, the C code cross-compiled for Windows, macOS
-# and musl; the oldest and newest dependency sets and aarch64/s390x under qemu are jobs it
-# runs only by name for now, recorded as not run), which writes the table
-# docs/platform_matrix.inc; then build the docs; then check that the asv
+# x86-64, the pinned dependencies), mypy and ruff; then the CI matrix (scripts/ci/matrix.sh,
+# two jobs at a time: CPython 3.12-3.14 and a free-threaded 3.13t, the package on aarch64
+# and big-endian s390x under qemu, the C code cross-compiled for Windows, macOS and musl;
+# the jobs in its NOT_IN_CI table run only by name, recorded as not run), which writes the
+# table docs/platform_matrix.inc; then build the docs; then check that the asv
 # benchmark suite imports and is well formed (against this environment), run each of its
 # benchmark classes once (asv_benchmarks/ci_run.py), and check that the quick benchmark
 # comparison runs and matches NumPy.

@@ -44,7 +44,6 @@ JOBS=(
 # Jobs that CI (this script without arguments) does not run yet, and why; each still runs
 # by name (bash scripts/ci/matrix.sh deps-oldest). Their cells say so instead of a result.
 declare -A NOT_IN_CI=(
-  [deps-oldest]="not run by CI yet: the suite still fails on the SPEC 0 minimums (torch 2.6, JAX 0.5, array-api-strict 2.3); run it with bash scripts/ci/matrix.sh deps-oldest"
   [deps-newest]="not run by CI yet: its last run (torch 2.15.0) had 4 failures, fixed since but not rerun as a whole; run it with bash scripts/ci/matrix.sh deps-newest"
 )
 wanted=" $* "

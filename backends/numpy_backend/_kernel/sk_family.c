@@ -1378,17 +1378,15 @@ SK_APPLY_VECTOR_LOOPS(4, 16, __mmask16, epi32)
 #undef SK_APPLY_VECTOR_LOOPS
 #endif
 
-/* Whether the AVX-512 blocks run for items of isz bytes. */
+#if SK_FAM_HAVE_X86_COPIES
+/* Whether the AVX-512 blocks run for items of isz bytes (defined only where they exist:
+ * elsewhere nothing calls it, and an unused static function fails -Werror builds). */
 static int
 sk_apply_vector(npy_intp isz)
 {
-#if SK_FAM_HAVE_X86_COPIES
     return (isz == 4 || isz == 8) && sk_isa_current() == SK_ISA_AVX512;
-#else
-    (void)isz;
-    return 0;
-#endif
 }
+#endif
 
 static void
 sk_apply_take_loop(const npy_bool *m, npy_intp n, const char *src, char *dst, npy_intp count,

@@ -32,6 +32,18 @@ def _xpx_apply_where(*args: Any, **kwargs: Any) -> Any:
     return xpx.apply_where(*args, **kwargs)
 
 
+@pytest.fixture(params=["compiled", "python"])
+def memo_find(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The memo lookup of this build (``_fastcall.family_find``) or its Python steps
+    (a build without a C compiler): each test using it runs with both.
+    """
+    if request.param == "python":
+        monkeypatch.setattr(_family_memo, "_family_find", None)
+    elif _family_memo._family_find is None:
+        pytest.skip("built without arrayselect._fastcall")
+    return str(request.param)
+
+
 def _cold_then_warm(fn: Callable[[], Any]) -> list[Any]:
     """``fn()`` with no decision kept, then twice more (the decision reused)."""
     _family_memo.clear()
@@ -155,7 +167,7 @@ def _outcome(fn: Callable[[], Any]) -> tuple[Any, ...]:
     return (str(got.dtype), got.tobytes(), got.shape)
 
 
-def test_apply_where_memo_cannot_change_an_answer(xp: ModuleType) -> None:
+def test_apply_where_memo_cannot_change_an_answer(xp: ModuleType, memo_find: str) -> None:
     """Calls that differ from each other only in one thing a decision depends on (a
     dtype, a shape, cond's dtype, a Python scalar's type, args as a tuple or not, f2
     or fill_value, how many args) give, warm and in any order, what they give cold.
@@ -195,7 +207,7 @@ def test_apply_where_memo_cannot_change_an_answer(xp: ModuleType) -> None:
         assert [_outcome(call) for call in reversed(calls)] == cold[::-1]
 
 
-def test_family_memo_keys_hold_force_portable() -> None:
+def test_family_memo_keys_hold_force_portable(memo_find: str) -> None:
     """A decision made for the native backend is not used under force_portable (where
     the portable backend serves NumPy), nor the other way round.
     """
@@ -217,7 +229,7 @@ def test_family_memo_keys_hold_force_portable() -> None:
         assert bits_equal(call(), native) and bits_equal(portable, native)
 
 
-def test_apply_where_jax_weak_type_is_in_the_key() -> None:
+def test_apply_where_jax_weak_type_is_in_the_key(memo_find: str) -> None:
     """A weakly typed JAX array promotes like a Python scalar: a decision for a strong
     float32 ``fill_value`` is not reused for a weak one (or the other way round).
     """
@@ -231,6 +243,63 @@ def test_apply_where_jax_weak_type_is_in_the_key() -> None:
         expected = _xpx_apply_where(x > 0, x, jnp.negative, fill_value=second)
         assert got.dtype == expected.dtype
         assert bits_equal(to_numpy(got), to_numpy(expected))
+
+
+def test_compiled_memo_lookup_gives_what_the_python_steps_give(xp: ModuleType) -> None:
+    """``family_find`` (C) returns, for every call of every form, the very memo that
+    ``lookup(signature(...))`` returns, ``None`` where that gives ``None``, and
+    nothing once the backend that decided is no longer the registry's.
+    """
+    find = _family_memo._family_find
+    if find is None:
+        pytest.skip("built without arrayselect._fastcall")
+    from arrayselect import _registry
+
+    def compiled(kind: str, operands: tuple[Any, ...]) -> Any:
+        return find(
+            kind,
+            operands,
+            _registry.portable_forced(),
+            _family_memo._layouts,
+            _registry.tracing_checks,
+            _family_memo._memos,
+            _registry._backends,
+        )
+
+    seen: list[tuple[str, tuple[Any, ...]]] = []
+    real = _family_memo.find
+
+    def spy(kind: str, operands: Any) -> Any:
+        seen.append((kind, tuple(operands)))
+        return real(kind, operands)
+
+    _family_memo.clear()
+    calls = _apply_where_calls(xp)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_family_memo, "find", spy)
+        for _ in range(2):
+            for _name, args, kwargs in calls:
+                _outcome(lambda: asel.apply_where(*args, **kwargs))  # noqa: B023
+            x = from_numpy(xp, np.array([1.0, -2.0, 3.0]))
+            asel.select_cases([x > 0, x < -1], [x, -x], 0.0)
+            asel.select_n(from_numpy(xp, np.array([0, 1, 0])), x, -x)
+    assert len(seen) > 2 * len(calls)
+    found = 0
+    for kind, operands in seen:
+        expected = _family_memo.lookup(_family_memo.signature(kind, operands))
+        got = compiled(kind, operands)
+        # NotImplemented: no layout for these operand types (mixed signers, such as
+        # NumPy's 0-d scalars beside arrays), where find() takes the Python steps
+        assert got is expected or got is NotImplemented, kind
+        found += got is not None and got is not NotImplemented
+    assert found >= len(calls) - 2  # warm calls found their decisions in C
+    # a decision whose backend the registry no longer holds is not used
+    kind, operands = next((k, o) for k, o in seen if compiled(k, o) not in (None, NotImplemented))
+    memo = compiled(kind, operands)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(_registry._backends, memo.where, object())
+        assert compiled(kind, operands) is None
+        assert _family_memo.lookup(_family_memo.signature(kind, operands)) is None
 
 
 # --------------------------------------------------------------------------- select_cases, select_n

@@ -251,18 +251,20 @@ def apply_where(
     other operand (or a build without the kernel) goes through flat positions.
     """
     where: list[Any] = []  # the positions of cond's true elements, once needed
-    taken = f1(*[_take(cond, a, where) for a in args])
+    if len(args) == 1:  # the usual call, without a list's cost
+        taken = f1(_take(cond, args[0], where))
+    else:
+        taken = f1(*[_take(cond, a, where) for a in args])
     if f2 is None:
         dtype = _promote(backend, taken, fill_value)
         if type(fill_value) not in _SCALARS:
             filled: np.ndarray = fill_value.astype(dtype, copy=True)
             put_at(filled, where[0] if where else positions(cond), taken)
             return filled
-        fill = np.empty((), dtype)
         # np.full_like's conversion (unsafe casting: overflow warns, a Python int out
-        # of range raises), without its Python wrapper
-        fill.fill(fill_value)
-        base, other = fill, None
+        # of range raises), without its Python wrapper: for a Python scalar,
+        # np.array(v, dtype) converts as ndarray.fill does, in one call
+        base, other = np.array(fill_value, dtype), None
     else:
         inverse = np.logical_not(cond)
         other = f2(*[_take(inverse, a, []) for a in args])
@@ -319,4 +321,4 @@ def _promote(backend: Any, taken: Any, other: Any) -> Any:
 
 def _as_dtype(x: Any, dtype: Any) -> Any:
     """``x`` with ``dtype`` (the result's, which promotion makes a safe cast)."""
-    return x if x.dtype == dtype else x.astype(dtype)
+    return x if x.dtype is dtype or x.dtype == dtype else x.astype(dtype)

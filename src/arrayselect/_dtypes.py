@@ -140,9 +140,9 @@ class NumpyDtypes:
     NumPy dtypes (NumPy, CuPy, Dask): answered by the functions above, once.
     """
 
-    def dtype_kind(self, dtype: Any) -> DtypeKind | None:
-        """Kind of a NumPy dtype, ``None`` when Select does not support it."""
-        return numpy_dtype_kind(dtype)
+    #: Kind of a NumPy dtype, ``None`` when Select does not support it (the function
+    #: itself: apply_where asks it of every result, and a method around it costs a call).
+    dtype_kind = staticmethod(numpy_dtype_kind)
 
     def int_range(self, dtype: Any) -> tuple[int, int]:
         """Smallest and largest value of an integer dtype."""

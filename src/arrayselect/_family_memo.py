@@ -44,6 +44,16 @@ from arrayselect._caches import register_cache
 from arrayselect._shapes import Shape
 from arrayselect._validate import PYTHON_SCALARS, ScalarRange
 
+# The compiled memo lookup (find), or None in a build without a C compiler, where
+# signature() and lookup() do it in Python.
+_family_find: Callable[..., Any] | None = None
+try:
+    from arrayselect._fastcall import family_find
+except ImportError:
+    pass
+else:
+    _family_find = family_find
+
 __all__ = ["Memo", "ScalarPlan", "clear", "find", "lookup", "one_device", "remember", "signature"]
 
 _CACHE_SIZE: Final = 1024
@@ -158,8 +168,33 @@ def _one(i: int) -> Callable[[Sequence[Any]], tuple[Any]]:
 def find(kind: str, operands: Sequence[Any]) -> Memo | None:
     """The decision kept for a call's signature if it still holds, else ``None``
     (:func:`lookup` of :func:`signature`, in one call).
+
+    For operand types with a layout, the compiled ``family_find`` builds the key,
+    reads the memo and checks it holds (the same steps as :func:`signature` and
+    :func:`lookup`: in Python they cost a call of 10^3 elements as much as its
+    work); :func:`signature` makes the layout on the first call.
     """
+    checks = _registry.tracing_checks
+    # not while a compiler traces: torch.compile's Dynamo cannot follow a C function
+    # (and the Python steps keep no memo then anyway)
+    if _family_find is not None and not (checks and _tracing(checks)):
+        memo = _family_find(
+            kind,
+            operands,
+            _registry.portable_forced(),
+            _layouts,
+            checks,
+            _memos,
+            _registry._backends,
+        )
+        if memo is not NotImplemented:
+            return memo  # type: ignore[no-any-return]
     return lookup(signature(kind, operands))
+
+
+def _tracing(checks: dict[type, Callable[[], bool]]) -> bool:
+    """Whether any registered compiler traces now."""
+    return any(tracing() for tracing in checks.values())
 
 
 def lookup(key: Hashable | None) -> Memo | None:
@@ -169,6 +204,11 @@ def lookup(key: Hashable | None) -> Memo | None:
     memo = _memos.get(key)
     if memo is None:
         return None
+    return _holding(memo)
+
+
+def _holding(memo: Memo) -> Memo | None:
+    """``memo`` while its backend still serves its library in its dtype mode, else ``None``."""
     backend = memo.backend
     if _registry._backends.get(memo.where) is not backend or memo.mode != backend.dtype_mode():
         return None

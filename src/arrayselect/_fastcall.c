@@ -384,10 +384,171 @@ static PyTypeObject SignatureCallType = {
               "The hit path of a SignatureCache: call it with the 7 arguments of a fast path.",
 };
 
+/*
+ * family_find(kind, operands, portable, layouts, checks, memos, backends): the
+ * select family's memo lookup (arrayselect._family_memo.find) for operand types
+ * it has a layout for, the same steps as its Python `signature` and `lookup`: the
+ * key (kind, portable, the operands' types, the arrays' signatures), memos.get(key),
+ * and whether that memo still holds. Returns the memo, None (no memo, one that no
+ * longer holds, or a compiler traces), or NotImplemented when there is no layout
+ * for these types (the Python path makes one). `layouts` values are read-only
+ * tuples (pick, sign, traced_types); every dict is read with a strong reference.
+ */
+static PyObject *s_dtype_mode;
+
+/* _family_memo._holding: 1 when the registry still serves memo's library by its
+ * backend (backends[memo.where] is memo.backend) in its dtype mode
+ * (memo.mode == backend.dtype_mode()), 0 when not, -1 on error. */
+static int
+memo_holds(PyObject *memo, PyObject *backends)
+{
+    if (!PyTuple_Check(memo) || PyTuple_GET_SIZE(memo) < 3) {
+        PyErr_SetString(PyExc_TypeError, "family_find: a memo is a Memo tuple");
+        return -1;
+    }
+    PyObject *backend = PyTuple_GET_ITEM(memo, 0), *serving;
+    int r = cache_get(backends, PyTuple_GET_ITEM(memo, 1), &serving);
+    if (r <= 0) {
+        return r;
+    }
+    Py_DECREF(serving); /* only its identity is compared */
+    if (serving != backend) {
+        return 0;
+    }
+    PyObject *mode = PyObject_CallMethodNoArgs(backend, s_dtype_mode);
+    if (mode == NULL) {
+        return -1;
+    }
+    r = PyObject_RichCompareBool(PyTuple_GET_ITEM(memo, 2), mode, Py_EQ);
+    Py_DECREF(mode);
+    return r;
+}
+
+static PyObject *
+family_find(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "family_find takes exactly 7 arguments");
+        return NULL;
+    }
+    PyObject *kind = args[0], *operands = args[1], *portable = args[2];
+    PyObject *layouts = args[3], *checks = args[4], *memos = args[5], *backends = args[6];
+    if (!PyTuple_CheckExact(operands) || !PyDict_CheckExact(layouts) ||
+        !PyDict_CheckExact(checks) || !PyDict_CheckExact(memos) ||
+        !PyDict_CheckExact(backends)) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    const Py_ssize_t n = PyTuple_GET_SIZE(operands);
+    PyObject *types = PyTuple_New(n);
+    if (types == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *t = (PyObject *)Py_TYPE(PyTuple_GET_ITEM(operands, i));
+        Py_INCREF(t);
+        PyTuple_SET_ITEM(types, i, t);
+    }
+    PyObject *result = NULL, *layout = NULL, *picked = NULL, *signs = NULL, *key = NULL;
+    PyObject *where = PyTuple_Pack(2, types, portable);
+    if (where == NULL) {
+        goto done;
+    }
+    int r = cache_get(layouts, where, &layout);
+    Py_DECREF(where);
+    if (r <= 0) {
+        if (r == 0) {
+            result = Py_NewRef(Py_NotImplemented);
+        }
+        goto done;
+    }
+    if (!PyTuple_CheckExact(layout) || PyTuple_GET_SIZE(layout) != 3 ||
+        !PyTuple_CheckExact(PyTuple_GET_ITEM(layout, 2))) {
+        PyErr_SetString(PyExc_TypeError, "family_find: a layout is (pick, sign, traced_types)");
+        goto done;
+    }
+    PyObject *traced = PyTuple_GET_ITEM(layout, 2);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(traced); i++) {
+        PyObject *tracing;
+        r = cache_get(checks, PyTuple_GET_ITEM(traced, i), &tracing);
+        if (r < 0) {
+            goto done;
+        }
+        if (r == 0) {
+            continue;
+        }
+        PyObject *now = PyObject_CallNoArgs(tracing);
+        Py_DECREF(tracing);
+        if (now == NULL) {
+            goto done;
+        }
+        int yes = PyObject_IsTrue(now);
+        Py_DECREF(now);
+        if (yes != 0) {
+            if (yes > 0) { /* a compiler traces: no memo */
+                result = Py_NewRef(Py_None);
+            }
+            goto done;
+        }
+    }
+    picked = PyObject_CallOneArg(PyTuple_GET_ITEM(layout, 0), operands);
+    if (picked == NULL) {
+        goto done;
+    }
+    if (!PyTuple_CheckExact(picked)) {
+        PyErr_SetString(PyExc_TypeError, "family_find: pick must return a tuple");
+        goto done;
+    }
+    const Py_ssize_t m = PyTuple_GET_SIZE(picked);
+    signs = PyTuple_New(m);
+    if (signs == NULL) {
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < m; i++) {
+        PyObject *sig = PyObject_CallOneArg(PyTuple_GET_ITEM(layout, 1),
+                                            PyTuple_GET_ITEM(picked, i));
+        if (sig == NULL) {
+            goto done;
+        }
+        PyTuple_SET_ITEM(signs, i, sig);
+    }
+    key = PyTuple_Pack(4, kind, portable, types, signs);
+    if (key == NULL) {
+        goto done;
+    }
+    PyObject *memo;
+    r = cache_get(memos, key, &memo);
+    if (r <= 0) {
+        if (r == 0) {
+            result = Py_NewRef(Py_None);
+        }
+        goto done;
+    }
+    r = memo_holds(memo, backends);
+    if (r >= 0) {
+        result = r ? Py_NewRef(memo) : Py_NewRef(Py_None);
+    }
+    Py_DECREF(memo);
+done:
+    Py_DECREF(types);
+    Py_XDECREF(layout);
+    Py_XDECREF(picked);
+    Py_XDECREF(signs);
+    Py_XDECREF(key);
+    return result;
+}
+
+static PyMethodDef fastcall_methods[] = {
+    {"family_find", (PyCFunction)(void (*)(void))family_find, METH_FASTCALL,
+     "family_find(kind, operands, portable, layouts, checks, memos, backends)\n--\n\n"
+     "The select family's memo for a call whose operand types have a layout (see "
+     "arrayselect._family_memo.find): the memo, None, or NotImplemented (no layout)."},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef fastcall_module = {
     PyModuleDef_HEAD_INIT, "_fastcall",
     "The hit path of arrayselect's fast-path protocol, in C (see arrayselect._fastpath).", -1,
-    NULL, NULL, NULL, NULL, NULL,
+    fastcall_methods, NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC
@@ -395,7 +556,8 @@ PyInit__fastcall(void)
 {
     s_admits = PyUnicode_InternFromString("admits");
     s_prepare = PyUnicode_InternFromString("prepare");
-    if (s_admits == NULL || s_prepare == NULL) {
+    s_dtype_mode = PyUnicode_InternFromString("dtype_mode");
+    if (s_admits == NULL || s_prepare == NULL || s_dtype_mode == NULL) {
         return NULL;
     }
     PyObject *m = PyModule_Create(&fastcall_module);

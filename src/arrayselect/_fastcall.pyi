@@ -1,4 +1,5 @@
 # Type stub of the compiled hit path of the fast-path protocol (_fastcall.c).
+from collections.abc import Sequence
 from typing import Any
 
 class SignatureCall:
@@ -29,3 +30,14 @@ class SignatureCall:
         out: Any,
         /,
     ) -> Any: ...
+
+def family_find(
+    kind: str,
+    operands: Sequence[Any],
+    portable: bool,
+    layouts: dict[Any, Any],
+    checks: dict[type, Any],
+    memos: dict[Any, Any],
+    backends: dict[Any, Any],
+    /,
+) -> Any: ...

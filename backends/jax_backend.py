@@ -34,6 +34,7 @@ import numpy as np
 from jax import lax
 
 from arrayselect.plugin import (
+    PYTHON_SCALARS,
     Backend,
     Decision,
     DtypeKind,
@@ -42,6 +43,7 @@ from arrayselect.plugin import (
     SelectShapeError,
     Shape,
     SignatureCache,
+    fill_scalar,
     register_cache,
     same_dim,
 )
@@ -583,6 +585,8 @@ class JaxBackend(Backend):
         taken = f1(*(jnp.where(cond, a, one) for a, one in zip(args, ones, strict=True)))
         if f2 is not None:
             fill_value = f2(*(jnp.where(cond, one, a) for a, one in zip(args, ones, strict=True)))
+        elif type(fill_value) in PYTHON_SCALARS:  # the core's range check (no wrapping)
+            fill_value = fill_scalar(self, fill_value, self.result_type(taken, fill_value))
         return jnp.where(cond, taken, fill_value)
 
 

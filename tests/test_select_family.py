@@ -12,6 +12,7 @@ cold and after warm calls of the same signature) has its own table here.
 from __future__ import annotations
 
 import math
+import re
 import warnings
 from collections.abc import Callable
 from types import ModuleType
@@ -31,6 +32,7 @@ from xp_helpers import (
     fullgraph,
     jax_x64,
     numpy_dtype,
+    skip_dtype,
     supports_out,
     to_numpy,
 )
@@ -231,7 +233,6 @@ def test_select_cases_promotes_like_the_library(xp: ModuleType) -> None:
         np.testing.assert_array_equal(to_numpy(got), expected.astype(to_numpy(got).dtype))
 
 
-
 @pytest.mark.parametrize(
     ("choices", "default"),
     [([False, True], False), ([1, 2], 0), ([1.5, 2], 0), ([True, 2], False), ([1j, 0.5], 0)],
@@ -325,6 +326,64 @@ def test_apply_where_functions_see_only_their_elements(xp: ModuleType) -> None:
         got = to_numpy(asel.apply_where(x > 0, x, f1, fill_value=0.0))
     np.testing.assert_array_equal(got, [0.0, 0.0, math.log(4.0), 0.0, 0.0])
     assert all((s > 0).all() for s in seen if s.size)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "fill", "bound"),
+    [
+        ("uint8", 300, "[0, 255]"),
+        ("uint8", -1, "[0, 255]"),
+        ("int8", 128, "[-128, 127]"),
+        ("int16", 2**70, "[-32768, 32767]"),
+        ("float32", 1e300, "largest magnitude"),
+        ("float32", complex(1.0, 1e300), "largest magnitude"),
+    ],
+)
+def test_apply_where_fill_value_out_of_range_is_refused(
+    xp: ModuleType, dtype: str, fill: Any, bound: str
+) -> None:
+    """A Python scalar ``fill_value`` outside the result dtype's range is refused as
+    ``select`` refuses its scalars (NumPy raised OverflowError, JAX and PyTorch
+    wrapped 300 to 44 or -1 to 255); the inputs are left as they were.
+    """
+    skip_dtype(xp, dtype)
+    values = np.array([1, 2, 3], dtype)
+    x = from_numpy(xp, values)
+    cond = from_numpy(xp, np.array([True, False, True]))
+    with pytest.raises(asel.ScalarOverflowError, match=r"fill_value=.*" + re.escape(bound)):
+        to_numpy(asel.apply_where(cond, x, lambda a: a, fill_value=fill))  # Dask: when computed
+    np.testing.assert_array_equal(to_numpy(x), values)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "fill"),
+    [
+        ("uint8", 255),
+        ("uint8", 0),
+        ("int8", -128),
+        ("float32", math.inf),
+        ("float32", -math.inf),
+        ("float32", math.nan),
+        ("float32", 3.0e38),
+        ("float32", 7),
+    ],
+)
+def test_apply_where_fill_value_in_range_is_taken(xp: ModuleType, dtype: str, fill: Any) -> None:
+    """Values at the bounds and non-finite floats are taken as they are."""
+    skip_dtype(xp, dtype)
+    values = np.array([1, 2, 3], dtype)
+    got = to_numpy(
+        asel.apply_where(
+            from_numpy(xp, np.array([True, False, True])),
+            from_numpy(xp, values),
+            lambda a: a,
+            fill_value=fill,
+        )
+    )
+    expected = values.copy()
+    expected[1] = fill  # NumPy's conversion: each value fits
+    assert got.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(got, expected)
 
 
 def test_apply_where_jax_gradient_is_exactly_zero_where_untaken() -> None:

@@ -22,7 +22,7 @@ from typing import Any, Final
 import numpy as np
 
 import arrayselect
-from arrayselect.plugin import Shape, index_error
+from arrayselect.plugin import Shape, fill_scalar, index_error
 
 from .kernel import KERNEL_MISSING
 from .numpy_route import warn_kernel_missing
@@ -261,8 +261,8 @@ def apply_where(
             filled: np.ndarray = fill_value.astype(dtype, copy=True)
             put_at(filled, where[0] if where else positions(cond), taken)
             return filled
-        # np.full_like's conversion (unsafe casting: overflow warns, a Python int out
-        # of range raises), without its Python wrapper: for a Python scalar,
+        fill_value = fill_scalar(backend, fill_value, dtype)  # the core's range check
+        # np.full_like's conversion without its Python wrapper: for a Python scalar,
         # np.array(v, dtype) converts as ndarray.fill does, in one call
         base, other = np.array(fill_value, dtype), None
     else:

@@ -410,10 +410,16 @@ class Backend(abc.ABC):
         where = self.positions(cond)
         taken = f1(*(self.take_at(a, where) for a in args))
         if f2 is None:
-            dtype = self.result_type(taken, fill_value)
             if type(fill_value) in (bool, int, float, complex):
-                result = xp.full_like(cond, fill_value, dtype=dtype)
+                from arrayselect._validate import fill_scalar  # _validate imports this module
+
+                # A Python scalar promotes by its type (the standard's rule), so a zero
+                # of it gives the dtype: array-api-strict's result_type raises its own
+                # OverflowError for a value out of range, where fill_scalar says why.
+                dtype = self.result_type(taken, type(fill_value)(0))
+                result = xp.full_like(cond, fill_scalar(self, fill_value, dtype), dtype=dtype)
             else:
+                dtype = self.result_type(taken, fill_value)
                 result = xp.astype(fill_value, dtype, copy=True)
         else:
             elsewhere = self.positions(xp.logical_not(cond))

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from arrayselect._backend import Backend, DtypeKind
+from arrayselect._caches import register_cache
 from arrayselect._errors import (
     ScalarOverflowError,
     SelectShapeError,
@@ -36,6 +37,7 @@ __all__ = [
     "check_out_layout",
     "check_scalar",
     "checked_scalars",
+    "fill_scalar",
     "scalar_fits_kind",
     "scalar_range",
     "scalar_values",
@@ -152,10 +154,11 @@ class ScalarRange:
     """The values a Python scalar of one type may take for one dtype.
 
     Derived once per (scalar type, dtype) by :func:`scalar_range`. A value whose
-    parts (real and imaginary for a complex) all lie in ``[low, high]`` fits.
-    Outside it, the only values that still fit are non-finite floats (``inf``
-    and ``nan`` are taken as they are): :func:`check_scalar` decides those, so a
-    fast path may test :meth:`admits` and send anything else to the general path.
+    parts (real and imaginary for a complex) all lie in ``[low, high]`` fits; so
+    does a non-finite float (``inf`` and ``nan`` are taken as they are), which
+    :meth:`admits` says too. A fast path may test :meth:`admits` (or a stricter
+    copy of it: the kernel's C test sends non-finite floats on) and send anything
+    else to the general path, where :func:`check_scalar` decides.
 
     Attributes
     ----------
@@ -173,10 +176,14 @@ class ScalarRange:
     as_float: bool = False
 
     def admits(self, value: PyScalar) -> bool:
-        """Whether ``value`` certainly fits (``False``: ask :func:`check_scalar`)."""
+        """Whether ``value`` certainly fits (``False``: ask :func:`check_scalar`): inside
+        the bounds, or a non-finite float (``nan``, apply_where's usual fill, included).
+        """
         if isinstance(value, complex):
             return bool(self.low <= value.real <= self.high and self.low <= value.imag <= self.high)
-        return bool(self.low <= value <= self.high)
+        return bool(self.low <= value <= self.high) or (
+            type(value) is float and not math.isfinite(value)
+        )
 
     def prepare(self, value: PyScalar) -> PyScalar:
         """``value`` as it is converted to the dtype (an int as a float where ``as_float``)."""
@@ -248,6 +255,52 @@ def check_scalar(rng: ScalarRange, name: str, value: PyScalar, dtype: Any, other
             f"(largest magnitude {rng.high:g}); pass inf explicitly if that is what you mean"
         )
     return rng.prepare(value)
+
+
+# apply_where's Python-scalar fill_value: the range it must fit, per (backend, the
+# scalar's type, the result dtype the backend promoted to). A range depends on these
+# alone; bounded, cheap to derive again.
+_fill_ranges: dict[tuple[Backend, type, Any], ScalarRange | None] = {}
+register_cache("apply_where.fill_ranges", lambda: (len(_fill_ranges), 256))
+
+
+def fill_scalar(backend: Backend, value: PyScalar, dtype: Any) -> PyScalar:
+    """``apply_where``'s Python-scalar ``fill_value``, checked and as it is to be
+    converted to ``dtype`` (the result's, which the backend's promotion chose).
+
+    The rule of :func:`check_scalar` for ``select``'s scalars: a value outside the
+    dtype's range raises instead of wrapping around (``300`` as ``uint8``) or
+    overflowing to ``inf``. Every backend's ``apply_where`` calls it before it
+    converts the value.
+
+    Raises
+    ------
+    ScalarOverflowError
+        If ``value`` (or a finite part of it) is out of ``dtype``'s range.
+    """
+    key = (backend, type(value), dtype)
+    try:
+        rng = _fill_ranges[key]
+    except KeyError:
+        rng = _fill_range(backend, type(value), dtype)
+        if len(_fill_ranges) >= 256:
+            _fill_ranges.clear()
+        _fill_ranges[key] = rng
+    if rng is None:  # not a kind this scalar takes: the library's conversion decides
+        return value
+    if rng.admits(value):
+        return rng.prepare(value)
+    return check_scalar(rng, "fill_value", value, dtype, "the result")
+
+
+def _fill_range(backend: Backend, scalar_type: type, dtype: Any) -> ScalarRange | None:
+    """The range of :func:`fill_scalar`, or ``None`` for a dtype of a kind the scalar
+    does not take (the promotion gave another: nothing to check against).
+    """
+    kind = backend.dtype_kind(dtype)
+    if kind is None or not scalar_fits_kind(scalar_type, kind):
+        return None
+    return scalar_range(backend, scalar_type, dtype, kind)
 
 
 @dataclass(frozen=True, slots=True)

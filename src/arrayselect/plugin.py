@@ -73,6 +73,7 @@ from arrayselect._validate import (
     ScalarRange,
     check_devices,
     check_out_layout,
+    fill_scalar,
 )
 
 __all__ = [
@@ -101,6 +102,7 @@ __all__ = [
     "active_backend",
     "check_devices",
     "check_out_layout",
+    "fill_scalar",
     "get_num_threads",
     "index_error",
     "make_plan",

@@ -16,11 +16,14 @@
  * else_range): the Decision, what `run` receives, and the ScalarRange of a
  * Python-scalar operand or None.
  *
+ * family_find (below) is the same bookkeeping for the select family's memo
+ * (arrayselect._family_memo): the key, the dict lookup, whether the memo holds.
+ *
  * Threads: a SignatureCall's fields never change after construction, and the
  * entry is taken from the dict as a strong reference (PyDict_GetItemRef), so
  * on a free-threaded build another thread evicting it (the miss handler, under
  * SignatureCache's lock) cannot free it under this call. Entries are tuples:
- * read-only once made.
+ * read-only once made. family_find reads its dicts the same way.
  */
 
 #define PY_SSIZE_T_CLEAN

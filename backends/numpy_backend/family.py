@@ -251,8 +251,9 @@ def apply_where(
     other operand (or a build without the kernel) goes through flat positions.
     """
     where: list[Any] = []  # the positions of cond's true elements, once needed
-    if len(args) == 1:  # the usual call, without a list's cost
-        taken = f1(_take(cond, args[0], where))
+    got = _kernel_apply_take(cond, args[0]) if HAVE_KERNEL and len(args) == 1 else None
+    if got is not None and got is not NotImplemented:  # the usual call, in one step
+        taken = f1(got)
     else:
         taken = f1(*[_take(cond, a, where) for a in args])
     if f2 is None:

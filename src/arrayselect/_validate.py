@@ -278,6 +278,10 @@ def fill_scalar(backend: Backend, value: PyScalar, dtype: Any) -> PyScalar:
     ScalarOverflowError
         If ``value`` (or a finite part of it) is out of ``dtype``'s range.
     """
+    if type(value) is float and value != value:
+        # nan, apply_where's usual fill: a float takes only floating or complex dtypes,
+        # and check_scalar takes non-finite floats as they are, so nothing to look up
+        return value
     key = (backend, type(value), dtype)
     try:
         rng = _fill_ranges[key]

@@ -311,8 +311,9 @@ def _promote(backend: Any, taken: Any, other: Any) -> Any:
         taken.dtype,
         type(other) if type(other) in _SCALARS else other.dtype,
     )
-    dtype = _promoted.get(key)
-    if dtype is None:
+    try:
+        return _promoted[key]  # not .get(): see arrayselect._caches
+    except KeyError:
         dtype = backend.result_type(taken, other)
         if len(_promoted) >= 256:
             _promoted.clear()  # cheap to ask again

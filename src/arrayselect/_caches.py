@@ -3,6 +3,13 @@
 A module that keeps a cache registers a reporter once; :func:`cache_sizes`
 asks them all. The concurrency tests check that no cache exceeds its bound,
 however many distinct shapes and dtypes go through :func:`arrayselect.select`.
+
+The hot paths read their caches as ``cache[key]`` (a miss is a ``KeyError``), not
+``cache.get(key)``: on free-threaded CPython 3.13 (3.13.5t measured), ``dict.get``
+called from a thread that did not create the dict, with a key equal to the stored
+one but not the same object (a tuple holding a type or a dtype, built anew on each
+call), took about 20 µs instead of 0.15; ``d[key]`` and ``key in d`` did not. A
+call of ``where`` in a worker thread took 24 µs instead of 2.
 """
 
 from __future__ import annotations

@@ -118,8 +118,9 @@ def signature(kind: str, operands: Sequence[Any]) -> Hashable | None:
     """
     portable = _registry.portable_forced()
     types = tuple(map(type, operands))
-    layout = _layouts.get((types, portable))
-    if layout is None:
+    try:
+        layout = _layouts[types, portable]  # not .get(): see arrayselect._caches
+    except KeyError:
         return _first_signature(kind, operands, types, portable)
     pick, sign, traced_types = layout
     checks = _registry.tracing_checks  # asked on every call: registered at any time
@@ -201,8 +202,9 @@ def lookup(key: Hashable | None) -> Memo | None:
     """The decision kept for ``key`` if it still holds, else ``None``."""
     if key is None:
         return None
-    memo = _memos.get(key)
-    if memo is None:
+    try:
+        memo = _memos[key]  # not .get(): see arrayselect._caches
+    except KeyError:
         return None
     return _holding(memo)
 

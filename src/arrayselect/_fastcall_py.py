@@ -141,8 +141,9 @@ class SignatureCall:
         key = self.key(*args)
         if key is None:
             return NotImplemented
-        entry = self._cache.get(key)
-        if entry is None:
+        try:
+            entry = self._cache[key]  # not .get(): see arrayselect._caches
+        except KeyError:
             return self._miss(key, *args)
         _, prepared, then_range, else_range = entry
         then_array = type(then) in self._types

@@ -162,8 +162,11 @@ class SignatureCache:
         check misses, not on every call.
         """
         key = self._keys.key(cond, then, else_, auto_broadcast, axis, cond_broadcast, out)
-        entry = None if key is None else self._cache.get(key)
-        return None if entry is None else (entry[0], entry[1])
+        try:
+            entry = self._cache[key]  # not .get(): see arrayselect._caches
+        except KeyError:
+            return None
+        return entry[0], entry[1]
 
     def fast_path(self) -> FastPath:
         """This cache as the :class:`FastPath` a backend returns."""

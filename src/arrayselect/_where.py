@@ -160,7 +160,9 @@ def where(condition: Any, x1: Any, x2: Any, /) -> Any:
                 _operand_key(x2),
                 _portable_forced(),  # the portable backend promotes with the namespace's rules
             )
-            promotion = _promotions.get(key)
+            promotion = _promotions[key]  # not .get(): see arrayselect._caches
+        except KeyError:
+            promotion = None
         except AttributeError:  # not an array: _decide raises the error
             key = promotion = None
     if promotion is None or (

@@ -63,6 +63,16 @@ def test_apply_where_without_mask_indexing_matches_array_api_extra(strict: None,
     assert bits_equal(_np(got), _np(want))
 
 
+@pytest.mark.parametrize(("dtype", "fill"), [("uint8", 300), ("int8", -129), ("float32", 1e300)])
+def test_apply_where_fill_value_out_of_range_without_mask_indexing(
+    strict: None, dtype: str, fill: Any
+) -> None:
+    """The fill value's range is checked on this route too (``where`` would convert it)."""
+    x = xps.asarray(np.array([1, 2, 3], dtype))
+    with pytest.raises(asel.ScalarOverflowError, match="fill_value="):
+        asel.apply_where(x > 1, x, lambda a: a, fill_value=fill)
+
+
 def test_select_n_and_select_cases_without_mask_indexing(strict: None) -> None:
     which_np = np.array([0, 2, 1, 2, 0], dtype=np.int8)
     cases_np = [np.arange(5.0) * k for k in (1, 10, 100)]

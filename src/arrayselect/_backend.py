@@ -404,20 +404,21 @@ class Backend(abc.ABC):
         if not self.mask_indexing(cond):
             from arrayselect._where import where  # _where imports this module
 
-            other = fill_value if f2 is None else f2(*args)
-            return where(cond, f1(*args), other)
+            values = f1(*args)
+            if f2 is not None:
+                other = f2(*args)
+            elif type(fill_value) in (bool, int, float, complex):
+                other = self._fill_scalar(values, fill_value)[0]
+            else:
+                other = fill_value
+            return where(cond, values, other)
         xp = self.namespace(cond, *args)
         where = self.positions(cond)
         taken = f1(*(self.take_at(a, where) for a in args))
         if f2 is None:
             if type(fill_value) in (bool, int, float, complex):
-                from arrayselect._validate import fill_scalar  # _validate imports this module
-
-                # A Python scalar promotes by its type (the standard's rule), so a zero
-                # of it gives the dtype: array-api-strict's result_type raises its own
-                # OverflowError for a value out of range, where fill_scalar says why.
-                dtype = self.result_type(taken, type(fill_value)(0))
-                result = xp.full_like(cond, fill_scalar(self, fill_value, dtype), dtype=dtype)
+                value, dtype = self._fill_scalar(taken, fill_value)
+                result = xp.full_like(cond, value, dtype=dtype)
             else:
                 dtype = self.result_type(taken, fill_value)
                 result = xp.astype(fill_value, dtype, copy=True)
@@ -429,6 +430,18 @@ class Backend(abc.ABC):
         # cast first: PyTorch's index_put refuses values of another dtype
         self.put_at(result, where, _cast(xp, taken, result.dtype))
         return result
+
+    def _fill_scalar(self, taken: Any, value: Any) -> tuple[Any, Any]:
+        """A Python-scalar ``fill_value`` checked by the core's rule for the result
+        dtype (:func:`arrayselect._validate.fill_scalar`), and that dtype.
+        """
+        from arrayselect._validate import fill_scalar  # _validate imports this module
+
+        # A Python scalar promotes by its type (the standard's rule), so a zero of it
+        # gives the dtype: array-api-strict's result_type raises its own OverflowError
+        # for a value out of range, where fill_scalar says why.
+        dtype = self.result_type(taken, type(value)(0))
+        return fill_scalar(self, value, dtype), dtype
 
     # How apply_where reads and writes the elements of a boolean mask, in C order.
     # The standard's way is boolean indexing; a backend with faster primitives

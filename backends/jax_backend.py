@@ -43,7 +43,6 @@ from arrayselect.plugin import (
     SelectShapeError,
     Shape,
     SignatureCache,
-    fill_scalar,
     register_cache,
     same_dim,
 )
@@ -586,7 +585,7 @@ class JaxBackend(Backend):
         if f2 is not None:
             fill_value = f2(*(jnp.where(cond, one, a) for a, one in zip(args, ones, strict=True)))
         elif type(fill_value) in PYTHON_SCALARS:  # the core's range check (no wrapping)
-            fill_value = fill_scalar(self, fill_value, self.result_type(taken, fill_value))
+            fill_value = self._fill_scalar(taken, fill_value)[0]
         return jnp.where(cond, taken, fill_value)
 
 

@@ -175,7 +175,7 @@ _KERNEL_SOURCES += ["sk_fast.c", "sk_family.c"]
 _KERNEL_SOURCES += ["sk_os_posix.c", "sk_os_win32.c", "sk_os_cpu.c"]
 _KERNEL_SOURCES += ["sk_loops_avx2.c", "sk_loops_avx512.c"]
 _KERNEL_HEADERS = ["sk_kernel.h", "sk_loops_isa.h", "sk_loops_typed.h"]
-_KERNEL_HEADERS += ["sk_os.h", "sk_loops_base.h"]
+_KERNEL_HEADERS += ["sk_os.h", "sk_loops_base.h", "sk_loops_stream.h"]
 
 setup(
     ext_modules=[

@@ -35,9 +35,10 @@ Targets (the issue):
 
 Per layout, an "of floor" row: select's bandwidth as a fraction of the copy
 floor's. The floor is a copy of the output by the kernel itself
-(``select(True, src, src, out=dst)`` with a 0-d cond: its block loop, a memmove
-split over the kernel's own threads), so both sides use the same threads and
-the ratio is about memory, not threads. Bandwidth counts the bytes each side
+(``select(True, src, src, out=dst)`` with a 0-d cond: its block loop, a row copy
+split over the kernel's own threads, with streaming stores from the same size
+on as select's), so both sides use the same threads and the same kind of
+stores, and the ratio is about memory, not threads. Bandwidth counts the bytes each side
 must move per output element: the copy 2s (read s, write s; item size s),
 select the cond's item, then, else and out (a broadcast operand counts nothing
 per element); select writes into an ``out`` laid out as its own result would be.
@@ -296,8 +297,8 @@ def floor_rows(
                 t_sel,
                 f"{frac:.2f} of floor ({moved:.1f} vs {2 * s} B/element"
                 + (f", {touched:.1f} B in the cache lines read" if touched != moved else "")
-                + f"; time {t_copy / t_sel:.2f} "
-                f"of the copy's; loop {info['loop']}, {info['threads']} threads) (target >= 0.9)",
+                + f"; time {t_copy / t_sel:.2f} of the copy's; loop {info['loop']}, "
+                f"{info['stores']} stores, {info['threads']} threads) (target >= 0.9)",
                 frac >= 0.9,
             )
         )

@@ -7,7 +7,8 @@
  * -DSK_STANDALONE.
  *
  *   loops   every inner loop of every instruction set compiled in and usable
- *           here, every item size, cond width and loop kind, lengths around
+ *           here (the streaming-store ones too), every item size, cond width
+ *           and loop kind, lengths around
  *           the vector widths and buffer sizes, output alignments, strides
  *           (the gather/scatter specialisations: 2, 3, 4, -1, and others)
  *   plans   jobs planned by sk_prepare (contiguous, broadcast cond, scalars,
@@ -143,8 +144,11 @@ check_loops(int isa)
         const npy_intp isz = (npy_intp)1 << vi, nat = isz > 8 ? 8 : isz;
         for (int ci = 0; ci < 4; ci++) {
             const int csz = 1 << ci;
-            for (int kind = 0; kind < SK_NKINDS; kind++) {
-                const sk_loop loop = table->loops[vi][ci][kind];
+            /* kind SK_NKINDS: the streaming-store loop, a contiguous one (sk_stream_loop) */
+            for (int k = 0; k <= SK_NKINDS; k++) {
+                const int kind = k == SK_NKINDS ? SK_CC : k;
+                const sk_loop loop = k == SK_NKINDS ? (vi <= 3 ? sk_stream_loop(isa, isz, csz) : NULL)
+                                                    : table->loops[vi][ci][kind];
                 if (loop == NULL) {
                     continue;
                 }
@@ -201,7 +205,8 @@ check_loops(int isa)
                             cases++;
                             CHECK(memcmp(base, want, bytes) == 0,
                                   "loop %s isz=%ld csz=%d kind=%s n=%ld strides=%d off=%d",
-                                  table->name, (long)isz, csz, sk_kind_names[kind], (long)n, si,
+                                  table->name, (long)isz, csz,
+                                  k == SK_NKINDS ? "stream" : sk_kind_names[kind], (long)n, si,
                                   off);
                         }
                     }
@@ -354,8 +359,8 @@ check_job(const layout *L, const int *threads, int nthreads, int *max_used, long
         }
     }
     sk_num_threads = 1;
-    printf("  %-16s %-24s %-9s %9ld elements: %s\n", L->name, J.loop_name, J.isa, (long)total,
-           ok ? "ok" : "MISMATCH");
+    printf("  %-16s %-24s %-9s %-9s %9ld elements: %s\n", L->name, J.loop_name, J.isa,
+           J.stream ? "streaming" : "", (long)total, ok ? "ok" : "MISMATCH");
     for (int k = 0; k < 4; k++) {
         if (!(L->alias && k == 3)) {
             free(buf[k]);
@@ -375,6 +380,8 @@ check_pool(int log2n)
         {"contiguous c8 f64", 1, {N / 2, 1}, 8, 8, {{1}, {1}, {1}, {1}}, 0},
         {"then scalar", 1, {N, 1}, 4, 1, {{1}, {0}, {1}, {1}}, 0},
         {"cond (R,1)", 2, {R, C}, 4, 1, {{1, 0}, {C, 1}, {C, 1}, {C, 1}}, 0},
+        /* rows of 8 KiB and more: streamed row copies */
+        {"cond (R,1) long", 2, {R / 4, 4 * C}, 4, 1, {{1, 0}, {4 * C, 1}, {4 * C, 1}, {4 * C, 1}}, 0},
         {"transposed", 2, {R, C}, 4, 1, {{1, R}, {1, R}, {1, R}, {C, 1}}, 0},
         {"step-2", 2, {R, C}, 4, 1, {{2 * C, 2}, {2 * C, 2}, {2 * C, 2}, {C, 1}}, 0},
         {"reversed", 1, {N, 1}, 2, 1, {{-1}, {-1}, {1}, {1}}, 0},
@@ -387,6 +394,7 @@ check_pool(int log2n)
     int max_used = 0, ok = 1;
     long threaded_runs = 0;
     sk_parallel_min = 1024;           /* every job here is worth splitting */
+    sk_stream_min = 0;                /* and streams its stores where it can */
     sk_pool_configure(0, -1.0, -1.0); /* no room guard: the harness shares no machine */
     for (int i = 0; i < nlayouts; i++) {
         ok &= check_job(&layouts[i], threads, 4, &max_used, &threaded_runs);

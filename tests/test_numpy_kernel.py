@@ -116,9 +116,11 @@ def assert_bits_equal(result: np.ndarray, expected_bits: np.ndarray) -> None:
 def _restore_settings() -> Iterator[None]:
     threads = asel.get_num_threads()
     threshold = numpy_kernel.get_parallel_threshold()
+    stream = numpy_kernel.get_stream_threshold()
     yield
     asel.set_num_threads(threads)
     numpy_kernel.set_parallel_threshold(threshold)
+    numpy_kernel.set_stream_threshold(stream)
     numpy_kernel.set_load_guard(True)
 
 

@@ -46,6 +46,7 @@ __all__ = [
     "KERNEL_MISSING",
     "explain",
     "get_parallel_threshold",
+    "get_stream_threshold",
     "isa_info",
     "kernel_select",
     "kernel_stats",
@@ -55,6 +56,7 @@ __all__ = [
     "set_load_guard",
     "set_openmp",
     "set_parallel_threshold",
+    "set_stream_threshold",
     "shutdown_pool",
 ]
 
@@ -66,7 +68,8 @@ kernel_select: Any
 
 #: ``explain(...)`` with the arguments of :data:`kernel_select`: how the kernel
 #: would run the call (coalesced shape, strides, inner loop and the instruction
-#: set it was compiled for, tiles, the threads its cost earns while the workers
+#: set it was compiled for, whether it streams its stores past the caches
+#: (:func:`get_stream_threshold`), tiles, the threads its cost earns while the workers
 #: are awake and the machine has room, and the output elements per chunk they
 #: claim), without running it. For tests and benchmarks.
 explain: Any
@@ -112,6 +115,38 @@ def set_parallel_threshold(n: int | None) -> None:
     """
     if _k is not None:
         _k.set_parallel_min(int(_k.DEFAULT_PARALLEL_MIN) if n is None else int(n))
+
+
+def get_stream_threshold() -> int:
+    """Bytes a job moves from which the kernel streams its output past the caches.
+
+    Returns
+    -------
+    int
+        A contiguous job (then, else and out contiguous or broadcast along
+        rows of 4 KiB or more, a bool cond, items of 1 to 8 bytes) whose loops
+        move at least this many bytes (cond, then, else and out together) writes
+        its output with non-temporal stores on AVX2 and AVX-512, which skip
+        reading each output line from memory first. The default is the size of
+        the CPU's last-level cache (32 MiB where the OS does not say) unless
+        :func:`set_stream_threshold` changed it; ``explain()["stores"]`` says
+        which stores a call would use. 0 without the kernel.
+    """
+    return 0 if _k is None else int(_k.get_stream_min())
+
+
+def set_stream_threshold(n: int | None) -> None:
+    """Set the bytes moved from which outputs are streamed past the caches.
+
+    Parameters
+    ----------
+    n : int or None
+        Bytes (see :func:`get_stream_threshold`); ``None`` restores the
+        default. 0 streams every contiguous job that can; a very large value
+        never streams. Meant for benchmarks and tests.
+    """
+    if _k is not None:
+        _k.set_stream_min(int(_k.DEFAULT_STREAM_MIN) if n is None else int(n))
 
 
 def set_load_guard(on: bool) -> None:

@@ -107,8 +107,9 @@ sk_describe(const sk_job *J, int temporary)
         }
     }
     const int parts = sk_parts_for(J);
-    return Py_BuildValue("{s:N,s:N,s:s,s:s,s:(nn),s:i,s:n,s:O}", "shape", shape, "strides",
-                         strides, "loop", J->loop_name, "isa", J->isa, "tile",
+    return Py_BuildValue("{s:N,s:N,s:s,s:s,s:s,s:(nn),s:i,s:n,s:O}", "shape", shape,
+                         "strides", strides, "loop", J->loop_name, "isa", J->isa, "stores",
+                         J->stream ? "streaming" : "cached", "tile",
                          (Py_ssize_t)J->tile_r, (Py_ssize_t)J->tile_w, "threads", parts,
                          "chunk", (Py_ssize_t)(parts > 1 ? sk_chunk_for(J, parts) : J->total),
                          "temporary", temporary ? Py_True : Py_False);
@@ -378,6 +379,28 @@ sk_set_parallel_min(PyObject *NPY_UNUSED(self), PyObject *arg)
     Py_RETURN_NONE;
 }
 
+/* set_stream_min(n): bytes a job moves from which it streams its output (sk_plan.c). */
+static PyObject *
+sk_set_stream_min(PyObject *NPY_UNUSED(self), PyObject *arg)
+{
+    Py_ssize_t n = PyLong_AsSsize_t(arg);
+    if (n == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (n < 0) {
+        PyErr_SetString(PyExc_ValueError, "the threshold must be >= 0");
+        return NULL;
+    }
+    SK_STORE(sk_stream_min, n);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+sk_get_stream_min(PyObject *NPY_UNUSED(self), PyObject *NPY_UNUSED(args))
+{
+    return PyLong_FromSsize_t(SK_LOAD(sk_stream_min));
+}
+
 /* set_load_guard(on): whether the room on the machine limits the threads. */
 static PyObject *
 sk_set_load_guard(PyObject *NPY_UNUSED(self), PyObject *arg)
@@ -582,6 +605,10 @@ static PyMethodDef sk_methods[] = {
     {"get_num_threads", sk_get_num_threads, METH_NOARGS, "The number of threads."},
     {"set_parallel_min", sk_set_parallel_min, METH_O,
      "Set the output size (elements) from which work is split across threads."},
+    {"set_stream_min", sk_set_stream_min, METH_O,
+     "Set the bytes a contiguous job moves from which it streams its output."},
+    {"get_stream_min", sk_get_stream_min, METH_NOARGS,
+     "The bytes a contiguous job moves from which it streams its output."},
     {"set_load_guard", sk_set_load_guard, METH_O,
      "Whether the cores other processes keep busy limit the threads (default on)."},
     {"set_spin_us", sk_set_spin_us, METH_VARARGS,
@@ -666,11 +693,15 @@ PyInit__select_kernel(void)
        multi-phase module; the free-threaded CI job checks the GIL stays off. */
     PyUnstable_Module_SetGIL(m, Py_MOD_GIL_NOT_USED);
 #endif
+    sk_stream_init();
     if (sk_memory_init() < 0 || sk_isa_init() < 0) {
         Py_DECREF(m);
         return NULL;
     }
-    if (PyModule_AddIntConstant(m, "HAVE_THREADS", SK_HAVE_THREADS) < 0 ||
+    PyObject *stream_min = PyLong_FromSsize_t(sk_stream_default());
+    const int added = PyModule_AddObjectRef(m, "DEFAULT_STREAM_MIN", stream_min);
+    Py_XDECREF(stream_min);
+    if (added < 0 || PyModule_AddIntConstant(m, "HAVE_THREADS", SK_HAVE_THREADS) < 0 ||
         PyModule_AddIntConstant(m, "DEFAULT_PARALLEL_MIN", SK_DEFAULT_PARALLEL_MIN) < 0) {
         Py_DECREF(m);
         return NULL;

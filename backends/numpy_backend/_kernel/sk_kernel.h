@@ -108,6 +108,15 @@ int sk_isa_current(void);
 /* Use `isa` from the next call on; -1 if not compiled in or not supported. */
 int sk_isa_use(int isa);
 
+/*
+ * The contiguous loop with streaming stores (sk_loops_stream.h) for an
+ * instruction set, item size and cond size, or NULL where there is none
+ * (only AVX2 and AVX-512 with GCC or Clang, a 1-byte cond, items of 1-8 bytes).
+ */
+sk_loop sk_stream_loop(int isa, npy_intp isz, npy_intp csz);
+/* The block loop (same loop_arg) with streamed row copies, or NULL where there is none. */
+sk_loop sk_stream_block_loop(int isa);
+
 /* Index of an item size in sk_loops (1, 2, 4, 8, 16, 32), else -1. */
 int sk_size_index(npy_intp size);
 
@@ -138,6 +147,7 @@ typedef struct {
     const char *isa;                /* the instruction set of the loops (explain()) */
     npy_intp tile_r, tile_w;        /* tiled iteration (transposes): rows x columns; 0: rows */
     npy_intp bpe;                   /* bytes the loops move per element (the cost model) */
+    int stream;                     /* the loop stores past the caches (sk_stream_min) */
     int max_threads;                /* the caller's cap on threads; 0: none */
     int on_openmp;                  /* split on the OpenMP runtime set by sk_pool_set_openmp */
 } sk_job;
@@ -167,6 +177,18 @@ int sk_overlap(const char *in_data, const npy_intp *in_strides, npy_intp in_isz,
 void sk_prepare(sk_job *J, int nd, const npy_intp *dims, npy_intp strides[4][SK_MAXDIMS],
                 char *data[4], npy_intp isz, npy_intp csz, int alias_a, int alias_b,
                 int alias_c);
+/*
+ * Bytes a job's loops must move (bpe x elements) from which a contiguous job
+ * stores its output with streaming stores, where sk_stream_loop has a loop.
+ * The default is the last-level cache's size (SK_STREAM_FALLBACK where the OS
+ * does not say), set by sk_stream_init.
+ */
+#ifndef SK_STREAM_FALLBACK
+#define SK_STREAM_FALLBACK ((npy_intp)32 << 20)
+#endif
+extern npy_intp sk_stream_min;
+npy_intp sk_stream_default(void);
+void sk_stream_init(void);
 /*
  * Run the flat iteration range [start, end) of a job (any thread, no GIL
  * needed). A tiled job runs best on ranges of whole panels (tile_r rows).

@@ -246,3 +246,36 @@ sk_size_index(npy_intp size)
         default: return -1;
     }
 }
+
+/* ------------------------------------------------------------------------ */
+/* Streaming stores (x86-64 with GCC or Clang: sk_loops_stream.h)           */
+/* ------------------------------------------------------------------------ */
+
+#if SK_X86_DISPATCH == 1
+#include "sk_loops_stream.h"
+#endif
+
+sk_loop
+sk_stream_loop(int isa, npy_intp isz, npy_intp csz)
+{
+#if SK_X86_DISPATCH == 1
+    const int vi = sk_size_index(isz);
+    if (csz == 1 && vi >= 0 && vi <= 3 && (isa == SK_ISA_AVX2 || isa == SK_ISA_AVX512)) {
+        return sk_stream_loops[isa - SK_ISA_AVX2][vi];
+    }
+#endif
+    (void)isa, (void)isz, (void)csz;
+    return NULL;
+}
+
+sk_loop
+sk_stream_block_loop(int isa)
+{
+#if SK_X86_DISPATCH == 1
+    if (isa == SK_ISA_AVX2 || isa == SK_ISA_AVX512) {
+        return sk_stream_block_loops[isa - SK_ISA_AVX2];
+    }
+#endif
+    (void)isa;
+    return NULL;
+}

@@ -10,7 +10,7 @@
  *   clocks        sk_os_now (monotonic wall seconds), sk_os_cpu_seconds (this
  *                 process's CPU time)
  *   machine load  sk_os_busy_seconds (busy CPU seconds of the whole machine),
- *                 sk_os_ncpu
+ *                 sk_os_ncpu, sk_os_cache_bytes (the last-level cache)
  *   CPU features  sk_os_cpu_features (AVX2, AVX-512 usable: CPU and OS)
  *   fork          sk_os_atfork_child (nothing to do on Windows: no fork)
  *
@@ -303,6 +303,8 @@ double sk_os_cpu_seconds(void);
 int sk_os_busy_seconds(double *busy);
 /* CPUs online (>= 1). */
 int sk_os_ncpu(void);
+/* Bytes of the largest (last-level) cache CPU 0 uses; 0 where this OS does not say. */
+size_t sk_os_cache_bytes(void);
 
 /* Bits of sk_os_cpu_features(). */
 #define SK_CPU_AVX2 1

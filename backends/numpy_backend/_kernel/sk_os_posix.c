@@ -17,6 +17,7 @@
 #include <mach/mach.h>
 #include <mach/mach_time.h>
 #include <sys/resource.h>
+#include <sys/sysctl.h>
 #endif
 
 typedef struct {
@@ -171,6 +172,47 @@ sk_os_busy_seconds(double *busy)
     return 0;
 }
 #endif /* __APPLE__ */
+
+/*
+ * The largest cache of CPU 0: Linux's sysfs (the kernel's own reading of the
+ * CPU, which a hypervisor's odd cpuid leaves do not fool as glibc's sysconf
+ * can), macOS's sysctl. 0 where neither answers.
+ */
+size_t
+sk_os_cache_bytes(void)
+{
+#if defined(__APPLE__)
+    static const char *const names[] = {"hw.l3cachesize", "hw.l2cachesize"};
+    for (int i = 0; i < 2; i++) {
+        uint64_t v = 0;
+        size_t len = sizeof(v);
+        if (sysctlbyname(names[i], &v, &len, NULL, 0) == 0 && len == sizeof(v) && v > 0) {
+            return (size_t)v;
+        }
+    }
+    return 0;
+#else
+    unsigned long long best = 0;
+    for (int i = 0; i < 8; i++) {
+        char path[64], buf[32], *end;
+        snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        const int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            break;
+        }
+        const ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n <= 0) {
+            continue;
+        }
+        buf[n] = 0;
+        unsigned long long v = strtoull(buf, &end, 10);
+        v <<= *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
+        best = v > best ? v : best;
+    }
+    return (size_t)best;
+#endif
+}
 
 int
 sk_os_ncpu(void)

@@ -99,6 +99,13 @@ sk_os_busy_seconds(double *busy)
     return 0;
 }
 
+/* Not asked on Windows (GetLogicalProcessorInformation would say): 0, unknown. */
+size_t
+sk_os_cache_bytes(void)
+{
+    return 0;
+}
+
 int
 sk_os_ncpu(void)
 {

@@ -207,6 +207,44 @@ def test_apply_where_memo_cannot_change_an_answer(xp: ModuleType, memo_find: str
         assert [_outcome(call) for call in reversed(calls)] == cold[::-1]
 
 
+def test_apply_where_fill_value_objects_cannot_change_an_answer(xp: ModuleType) -> None:
+    """Python fill values that are equal but differ (0.0 and -0.0, two nan objects),
+    one object beside arguments of other dtypes, and a value the result dtype cannot
+    hold after one it can, give warm and in any order what they give cold (NumPy
+    keeps each scalar fill's checked array per value object).
+    """
+    from arrayselect.backends.numpy_backend import family as numpy_family
+
+    f = lambda a: from_numpy(xp, np.asarray(a))  # noqa: E731
+    x, x32 = f(np.array([1.0, -2.0, 3.0])), f(np.array([1.0, -2.0, 3.0], np.float32))
+    u8 = f(np.array([1, 2, 3], np.uint8))
+    c = x > 0
+    neg = lambda a: -a  # noqa: E731
+    nan, other_nan, big = float("nan"), float("inf") - float("inf"), 299
+    big += 1  # 300, made at run time: not the constant 300 of any other code
+    calls: list[Callable[[], Any]] = [
+        lambda: asel.apply_where(c, x, neg, fill_value=0.0),
+        lambda: asel.apply_where(c, x, neg, fill_value=-0.0),
+        lambda: asel.apply_where(c, x32, neg, fill_value=-0.0),
+        lambda: asel.apply_where(c, x, neg, fill_value=nan),
+        lambda: asel.apply_where(c, x32, neg, fill_value=other_nan),
+        lambda: asel.apply_where(c, u8, neg, fill_value=3),
+        lambda: asel.apply_where(c, u8, neg, fill_value=big),  # out of uint8's range
+        lambda: asel.apply_where(c, x, neg, fill_value=big),
+    ]
+    cold = []
+    for call in calls:
+        _family_memo.clear()
+        numpy_family._fills.clear()
+        cold.append(_outcome(call))
+    assert cold[0] != cold[1]  # the sign of zero is in the bits
+    assert cold[6][0] is asel.ScalarOverflowError
+    for _ in range(2):
+        assert [_outcome(call) for call in calls] == cold
+    for _ in range(2):  # the other order
+        assert [_outcome(call) for call in reversed(calls)] == cold[::-1]
+
+
 def test_family_memo_keys_hold_force_portable(memo_find: str) -> None:
     """A decision made for the native backend is not used under force_portable (where
     the portable backend serves NumPy), nor the other way round.

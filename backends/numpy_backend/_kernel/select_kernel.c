@@ -364,15 +364,27 @@ sk_get_num_threads(PyObject *NPY_UNUSED(self), PyObject *NPY_UNUSED(args))
     return PyLong_FromLong(SK_LOAD(sk_num_threads));
 }
 
+/* A threshold argument: an int >= 0 into *n; -1 with an exception otherwise. */
+static int
+sk_threshold_arg(PyObject *arg, npy_intp *n)
+{
+    const Py_ssize_t v = PyLong_AsSsize_t(arg);
+    if (v == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (v < 0) {
+        PyErr_SetString(PyExc_ValueError, "the threshold must be >= 0");
+        return -1;
+    }
+    *n = (npy_intp)v;
+    return 0;
+}
+
 static PyObject *
 sk_set_parallel_min(PyObject *NPY_UNUSED(self), PyObject *arg)
 {
-    Py_ssize_t n = PyLong_AsSsize_t(arg);
-    if (n == -1 && PyErr_Occurred()) {
-        return NULL;
-    }
-    if (n < 0) {
-        PyErr_SetString(PyExc_ValueError, "the threshold must be >= 0");
+    npy_intp n;
+    if (sk_threshold_arg(arg, &n) < 0) {
         return NULL;
     }
     SK_STORE(sk_parallel_min, n);
@@ -383,12 +395,8 @@ sk_set_parallel_min(PyObject *NPY_UNUSED(self), PyObject *arg)
 static PyObject *
 sk_set_stream_min(PyObject *NPY_UNUSED(self), PyObject *arg)
 {
-    Py_ssize_t n = PyLong_AsSsize_t(arg);
-    if (n == -1 && PyErr_Occurred()) {
-        return NULL;
-    }
-    if (n < 0) {
-        PyErr_SetString(PyExc_ValueError, "the threshold must be >= 0");
+    npy_intp n;
+    if (sk_threshold_arg(arg, &n) < 0) {
         return NULL;
     }
     SK_STORE(sk_stream_min, n);

@@ -344,11 +344,6 @@ sk_job_bytes(const sk_job *J, npy_intp csz)
     return bytes;
 }
 
-/*
- * Fill a job for out = select(c, a, b) where every operand's strides are given
- * per output dimension (broadcast dims have stride 0): memory-order the axes,
- * drop size-1 axes, coalesce, pick the loop.
- */
 npy_intp sk_stream_min = SK_STREAM_FALLBACK;
 
 /*
@@ -394,6 +389,11 @@ sk_pick_stores(sk_job *J, npy_intp csz, int aliased)
     }
 }
 
+/*
+ * Fill a job for out = select(c, a, b) where every operand's strides are given
+ * per output dimension (broadcast dims have stride 0): memory-order the axes,
+ * drop size-1 axes, coalesce, pick the loop.
+ */
 void
 sk_prepare(sk_job *J, int nd, const npy_intp *dims, npy_intp strides[4][SK_MAXDIMS],
            char *data[4], npy_intp isz, npy_intp csz, int alias_a, int alias_b, int alias_c)

@@ -78,6 +78,20 @@ def test_blocked_build_reports_what_is_missing() -> None:
             r = asel.select(cond, np.arange(6, dtype=np.int16).reshape(2, 3), np.int16(-1))
             assert r.dtype == np.int16 and r.tolist() == [[0, 1, 2], [-1, -1, -1]], r
         asel.show_runtime()
+        # the kernel's module, as docs/platforms.md says: the knobs do nothing, the
+        # reports are empty, what would run or describe the kernel raises
+        from arrayselect.backends.numpy_backend import kernel as k
+        assert k.KERNEL_MISSING and k.isa_info()["current"] == "none"
+        assert k.get_parallel_threshold() == 0 and k.get_stream_threshold() == 0
+        k.set_parallel_threshold(1), k.set_stream_threshold(1), k.set_load_guard(False)
+        k.shutdown_pool()
+        for call in (lambda: k.explain(cond), lambda: k.set_isa("baseline")):
+            try:
+                call()
+            except RuntimeError:
+                pass
+            else:
+                raise AssertionError("no RuntimeError without the kernel")
         try:
             import torch
         except ImportError:

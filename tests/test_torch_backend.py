@@ -337,26 +337,56 @@ def test_python_floats_inside_compile(dynamic: bool) -> None:
         assert torch.equal(compiled(c, a, value), torch.where(c, a, value))
 
 
-@pytest.mark.parametrize("order", ["arrayselect first", "torch first"])
+# How a program comes to torch. Each order's code ends with torch imported.
+FIRST_IMPORTS = {
+    "arrayselect first": "import arrayselect as asel\nimport torch",
+    "torch first": "import torch\nimport arrayselect as asel",
+    # asking whether torch is installed (as many libraries do) must not disarm the watch
+    "find_spec first": "import importlib.util\nimport arrayselect as asel\n"
+    "assert importlib.util.find_spec('torch') is not None\n"
+    "assert importlib.util.find_spec('torch') is not None\nimport torch",
+    "runtime_info first": "import arrayselect as asel\nasel.runtime_info()\n"
+    "import importlib.util\nimportlib.util.find_spec('torch')\nimport torch",
+    "import_module": "import importlib\nimport arrayselect as asel\n"
+    "torch = importlib.import_module('torch')",
+    "in a thread": "import threading\nimport arrayselect as asel\n"
+    "t = threading.Thread(target=__import__, args=('torch',))\nt.start()\nt.join()\n"
+    "import torch",
+}
+
+
+@pytest.mark.parametrize("order", list(FIRST_IMPORTS))
 def test_compile_as_the_first_call_in_a_process(order: str) -> None:
     """The backend exists before the first trace (it is created when torch is
-    imported), so a first call inside torch.compile neither breaks nor warns; and
-    its call is registered with Dynamo when torch.compile imports it."""
-    imports = ["import arrayselect as asel", "import torch"]
+    imported, however it is imported), so the first call of every function inside
+    torch.compile(fullgraph=True) neither breaks nor warns; and its call is registered
+    with Dynamo when torch.compile imports it."""
     code = (
-        "\n".join(imports if order == "arrayselect first" else imports[::-1])
+        FIRST_IMPORTS[order]
         + """
 import warnings
 warnings.simplefilter("error")  # any warning, from us or from tracing us, fails
-f = torch.compile(lambda c, a: asel.select(c, a, 0.0), fullgraph=True, backend="eager")
+assert asel.runtime_info()["libraries"]["torch"] == "backend loaded", asel.runtime_info()
 c, a = torch.tensor([True, False]), torch.tensor([1.0, 2.0])
-assert f(c, a).tolist() == [1.0, 0.0]
+w = torch.tensor([1, 0], dtype=torch.int32)
+calls = {
+    "select": (lambda c, a: asel.select(c, a, 0.0), [1.0, 0.0]),
+    "where": (lambda c, a: asel.where(c, a, -a), [1.0, -2.0]),
+    "select_n": (lambda c, a: asel.select_n(w, a, -a), [-1.0, 2.0]),
+    "select_cases": (lambda c, a: asel.select_cases([c], [a], 0.0), [1.0, 0.0]),
+    "apply_where": (lambda c, a: asel.apply_where(c, (a,), torch.exp, fill_value=0.0),
+                    [2.718281828459045, 0.0]),
+}
+for name, (fn, want) in calls.items():
+    f = torch.compile(fn, fullgraph=True, backend="eager")
+    got = f(c, a).tolist()
+    assert all(abs(g - x) < 1e-6 for g, x in zip(got, want)), (name, got)
 from arrayselect.backends.torch_backend import dynamo as torch_dynamo
 assert torch_dynamo.ALLOWED[0]  # registered when torch.compile imported torch._dynamo
 """
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.returncode == 0, done.stderr[-3000:]
 
 
 # --------------------------------------------------------------------------- devices, layouts

@@ -13,11 +13,8 @@ library's loader. Nothing is imported that the user did not import.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import importlib.abc
-import importlib.util
 import sys
-import threading
 from collections.abc import Callable, Sequence
 from importlib.machinery import ModuleSpec
 from types import ModuleType
@@ -27,11 +24,12 @@ __all__ = ["create_on_import", "on_import"]
 
 
 class _Loader(importlib.abc.Loader):
-    """The library's own loader, with ``then`` called once the module has run."""
+    """The library's own loader; once the module has run, the watch on it fires."""
 
-    def __init__(self, loader: Any, then: list[Callable[[], object]]) -> None:
+    def __init__(self, loader: Any, name: str, finder: _Finder) -> None:
         self._loader = loader
-        self._then = then
+        self._name = name
+        self._finder = finder
 
     def create_module(self, spec: ModuleSpec) -> ModuleType | None:
         module: ModuleType | None = self._loader.create_module(spec)
@@ -39,7 +37,10 @@ class _Loader(importlib.abc.Loader):
 
     def exec_module(self, module: ModuleType) -> None:
         self._loader.exec_module(module)
-        for then in self._then:
+        # popped only now, after the module ran: a spec that was found but never
+        # loaded (importlib.util.find_spec, asked whether the library is installed)
+        # leaves the watch armed; an import that raised leaves it for the next try
+        for then in self._finder.watched.pop(self._name, []):
             with contextlib.suppress(Exception):  # never break the user's import
                 then()
 
@@ -48,27 +49,34 @@ class _Loader(importlib.abc.Loader):
 
 
 class _Finder(importlib.abc.MetaPathFinder):
-    """Finds nothing itself: wraps the loader of the libraries it watches."""
+    """Finds nothing itself: wraps the loader of the libraries it watches.
+
+    ``find_spec`` is asked by every import and by every ``importlib.util.find_spec``
+    (which many libraries call to test whether a library is installed). It only
+    wraps the loader that the finders after it found; the watch stays armed until
+    that loader has run the module.
+    """
 
     def __init__(self) -> None:
         self.watched: dict[str, list[Callable[[], object]]] = {}
-        self._busy = threading.local()
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
     ) -> ModuleSpec | None:
-        then = self.watched.get(fullname)
-        if then is None or getattr(self._busy, "name", None) == fullname:
+        if fullname not in self.watched:
             return None
-        self._busy.name = fullname  # find_spec below asks the finders again
-        try:
-            spec = importlib.util.find_spec(fullname)
-        finally:
-            self._busy.name = None
-        if spec is None or spec.loader is None:
+        for finder in list(sys.meta_path):
+            find = getattr(finder, "find_spec", None)
+            if finder is self or find is None:
+                continue
+            spec: ModuleSpec | None = find(fullname, path, target)
+            if spec is not None:
+                break
+        else:
             return None
-        del self.watched[fullname]  # once
-        spec.loader = _Loader(spec.loader, then)
+        if spec.loader is None or isinstance(spec.loader, _Loader):
+            return spec
+        spec.loader = _Loader(spec.loader, fullname, self)
         return spec
 
 

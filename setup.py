@@ -177,14 +177,20 @@ _KERNEL_SOURCES += ["sk_loops_avx2.c", "sk_loops_avx512.c"]
 _KERNEL_HEADERS = ["sk_kernel.h", "sk_loops_isa.h", "sk_loops_typed.h"]
 _KERNEL_HEADERS += ["sk_os.h", "sk_loops_base.h", "sk_loops_stream.h"]
 
-setup(
-    ext_modules=[
+
+def extensions(numpy_include: str) -> list[Extension]:
+    """The three extensions, against the NumPy headers in ``numpy_include``.
+
+    ``scripts/ci/cross_wheel.py`` reads them (and ``_UNIX_FLAGS``) from here to
+    cross-compile the same sources with the same flags for aarch64 and s390x.
+    """
+    return [
         Extension("arrayselect._fastcall", sources=["src/arrayselect/_fastcall.c"]),
         Extension(
             "arrayselect.backends.numpy_backend._select_kernel",
             sources=[_KERNEL + name for name in _KERNEL_SOURCES],
             depends=[_KERNEL + name for name in _KERNEL_HEADERS],
-            include_dirs=[np.get_include(), _KERNEL],
+            include_dirs=[numpy_include, _KERNEL],
             define_macros=_KERNEL_MACROS,
         ),
         Extension(
@@ -192,6 +198,9 @@ setup(
             sources=["backends/torch_backend/_fields.c"],
             include_dirs=["src/arrayselect"],  # _vectorcall_type.h
         ),
-    ],
-    cmdclass={"build_ext": BuildExt},
-)
+    ]
+
+
+# setuptools' build backend runs this file as __main__; cross_wheel.py imports it
+if __name__ == "__main__":
+    setup(ext_modules=extensions(np.get_include()), cmdclass={"build_ext": BuildExt})

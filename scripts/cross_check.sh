@@ -15,9 +15,10 @@
 #   musl            zig cc: the three extensions for x86_64-linux-musl against the
 #                   musllinux NumPy wheel's headers; the harness runs natively
 #
-# One line per platform, then a summary; exit status 1 if any failed. Installs
-# what it lacks (Debian: gcc-mingw-w64-x86-64, wine64, qemu-user-static; PyPI:
-# ziglang) and caches downloads under .cache/cross_check (a rerun is quick).
+# One line per platform, then a summary; exit status 1 if any failed. Its tools:
+# gcc-mingw-w64-x86-64, wine64 and qemu-user-static (Debian; scripts/ci/system_setup.sh
+# installs them) and ziglang (PyPI, in .venv with the dev extra); a missing one ends it
+# with an error. Downloads are cached under .cache/cross_check (a rerun is quick).
 # Python headers for macOS and musl: this Python's own (an LP64 pyconfig.h, the
 # same sizes as those targets'), as nothing for them is installable here.
 set -euo pipefail
@@ -38,19 +39,13 @@ export WINEDEBUG=-all WINEPREFIX=$CACHE/wine
 log() { echo "cross_check: $*" >&2; }
 
 # --- tools -------------------------------------------------------------------
-apt_need=()
-command -v x86_64-w64-mingw32-gcc > /dev/null || apt_need+=(gcc-mingw-w64-x86-64)
-[ -x /usr/lib/wine/wine64 ] || command -v wine64 > /dev/null || apt_need+=(wine64)
-command -v qemu-aarch64-static > /dev/null || apt_need+=(qemu-user-static)
-SUDO=""
-[ "$(id -u)" -eq 0 ] || SUDO=sudo
-if [ ${#apt_need[@]} -gt 0 ]; then
-  log "installing ${apt_need[*]}"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${apt_need[@]}" > /dev/null
-fi
+source scripts/ci/_job.sh  # debian_source
+for tool in x86_64-w64-mingw32-gcc qemu-aarch64-static; do
+  command -v "$tool" > /dev/null || { log "$tool is missing (scripts/ci/system_setup.sh installs it)"; exit 1; }
+done
 WINE=$(command -v wine64 || echo /usr/lib/wine/wine64)
-"$PY" -c "import ziglang" 2> /dev/null || "$PY" -m pip install -q ziglang
+[ -x "$WINE" ] || { log "wine64 is missing (scripts/ci/system_setup.sh installs it)"; exit 1; }
+"$PY" -c "import ziglang" || { log "ziglang is missing from $PY (the dev extra has it)"; exit 1; }
 ZIG=("$PY" -m ziglang)
 export ZIG_GLOBAL_CACHE_DIR=$CACHE/zig ZIG_LOCAL_CACHE_DIR=$CACHE/zig
 
@@ -70,19 +65,11 @@ numpy_include() { # platform tag -> the wheel's numpy/_core/include, unpacked on
 }
 
 windows_python_include() { # Include/ and PC/pyconfig.h of Debian's python3.11 source
-  local dir=$CACHE/python$PYVER-windows
+  local dir=$CACHE/python$PYVER-windows tarball
   if [ ! -f "$dir/PC/pyconfig.h" ]; then
-    if ! ls "$CACHE"/python"$PYVER"_*.orig.tar.* > /dev/null 2>&1; then
-      if ! grep -rqs "deb-src" /etc/apt/sources.list /etc/apt/sources.list.d/; then
-        printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: bookworm\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' |
-          $SUDO tee /etc/apt/sources.list.d/arrayselect-deb-src.sources > /dev/null
-        $SUDO apt-get update -qq
-      fi
-      (cd "$CACHE" && apt-get source -qq --download-only "python$PYVER" > /dev/null)
-    fi
+    tarball=$(debian_source "python$PYVER" bookworm "${PYVER/./\\.}"'\.[0-9]+') || return 1
     mkdir -p "$dir"
-    tar -xf "$(ls "$CACHE"/python"$PYVER"_*.orig.tar.* | head -1)" -C "$dir" \
-      --strip-components=1 --wildcards '*/Include' '*/PC/pyconfig.h'
+    tar -xf "$tarball" -C "$dir" --strip-components=1 --wildcards '*/Include' '*/PC/pyconfig.h'
   fi
   echo "$dir"
 }

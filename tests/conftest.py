@@ -21,8 +21,10 @@ What the test modules share besides fixtures (``Backend``, dtypes,
 
 from __future__ import annotations
 
+import os
 from collections import Counter, defaultdict
 from collections.abc import Iterator
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -31,6 +33,17 @@ from xp_helpers import Backend, adapter
 
 import arrayselect
 from arrayselect.adapters import LibraryUnavailableError
+
+# CI's main job runs the suite against the installed wheel (scripts/ci/job_main.sh):
+# the package must come from that venv, not from a checkout or an editable install.
+_INSTALLED_IN = os.environ.get("ARRAYSELECT_TEST_INSTALLED_IN")
+if _INSTALLED_IN and not Path(arrayselect.__file__).resolve().is_relative_to(
+    Path(_INSTALLED_IN).resolve()
+):
+    raise pytest.UsageError(
+        f"arrayselect was imported from {arrayselect.__file__}, "
+        f"not from the installation in {_INSTALLED_IN}"
+    )
 
 # pytester runs the marker checks on small test files of their own (test_xp_markers.py).
 pytest_plugins = ("pytester",)

@@ -2,26 +2,16 @@
 # CI matrix job: scripts/cross_check.sh (the C extensions compiled for Windows, macOS and
 # musl, the kernel's C harness run under Wine, qemu-aarch64 and natively on musl), one
 # matrix record per platform: "compiled" (the Python package was not imported there; the
-# note says what ran). Skips, saying so, where apt-get is missing.
-set -euo pipefail
-cd "$(dirname "$0")/../.."
-start=$(date +%s)
+# note says what ran). Its tools come from scripts/ci/system_setup.sh and the dev extra;
+# cross_check.sh fails, naming the one that is missing.
+source "$(dirname "$0")/_job.sh"
+cd "$REPO"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 record() { # job cpu status note
-  python3 scripts/ci/record.py "cross-$1" --python 3.11 --cpu "$2" --deps "C only" \
-    --status "$3" --seconds "$(($(date +%s) - start))" --note "$4"
+  JOB_NAME=cross-$1 JOB_CPU=$2 job_record "$3" "$4"
 }
-if [ "${ARRAYSELECT_CROSS_CHECK:-1}" = 0 ]; then
-  echo "job_cross skipped: ARRAYSELECT_CROSS_CHECK=0"
-  record all "windows, macos, musl" skipped "ARRAYSELECT_CROSS_CHECK=0"
-  exit 0
-fi
-if ! command -v apt-get > /dev/null; then
-  echo "job_cross skipped: scripts/cross_check.sh installs its tools with apt-get, which this machine lacks"
-  record all "windows, macos, musl" skipped "no apt-get for mingw-w64, Wine, qemu-user-static"
-  exit 0
-fi
+JOB_PYTHON=3.11 JOB_DEPS="C only"
 set +e
 bash scripts/cross_check.sh 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}

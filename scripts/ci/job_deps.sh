@@ -16,28 +16,21 @@
 # is the CUDA build: torch and its nvidia-* wheels are several GB, downloaded once into
 # the pip cache below.
 #
-# The venvs live under ${ARRAYSELECT_CI_CACHE:-~/.cache/arrayselect-ci} and are the cache:
+# The venvs live under ${ARRAYSELECT_CI_CACHE:-~/.cache/arrayselect-ci}/deps-SET and are the cache:
 # the oldest one is rebuilt when pyproject.toml or setup.py change; the newest one is
 # upgraded in place on every run (pip downloads only what was released since).
 # ARRAYSELECT_DEPS_PYTEST_ARGS replaces the default test selection (below). Ends with
 # scripts/ci/record.py (one line, one JSON file); exits non-zero when a test fails.
-set -euo pipefail
-cd "$(dirname "$0")/../.."
+source "$(dirname "$0")/_job.sh"
+cd "$REPO"
 SET=${1:?usage: job_deps.sh oldest|newest}
 case $SET in oldest | newest) ;; *) echo "job_deps.sh: unknown set $SET" >&2; exit 2 ;; esac
-CACHE=${ARRAYSELECT_CI_CACHE:-$HOME/.cache/arrayselect-ci}
+job_init "deps-$SET" 3.11 x86_64 "$SET"
+CACHE=$CI_CACHE/deps-$SET
 PY311=${ARRAYSELECT_CI_PYTHON311:-python3.11}
-VENV=$CACHE/venv-deps-$SET
-JUNIT=$CACHE/junit-deps-$SET.xml
-start=$(date +%s)
-record() {
-  python3 scripts/ci/record.py "deps-$SET" --python 3.11 --cpu x86_64 --deps "$SET" \
-    --seconds "$(($(date +%s) - start))" "$@"
-}
-if ! command -v "$PY311" > /dev/null; then
-  record --status skipped --note "no python3.11 on this machine (ARRAYSELECT_CI_PYTHON311)"
-  exit 0
-fi
+VENV=$CACHE/venv
+JUNIT=$CACHE/junit.xml
+job_need "$PY311"
 mkdir -p "$CACHE"
 export PIP_CACHE_DIR=$CACHE/pip PIP_DISABLE_PIP_VERSION_CHECK=1
 # no config file: lifts our machines' torch cap (see above); applies to both sets so that
@@ -66,8 +59,12 @@ upgrade=()
 [ "$SET" = oldest ] || upgrade=(--upgrade --upgrade-strategy eager)
 "$VENV/bin/python" -m pip install -q "${upgrade[@]}" "${pins[@]}" \
   -r "$CACHE/requirements.txt" -r "$CACHE/test-tools.txt"
+# from a copy: a build folder in this checkout would be shared with the other jobs
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+copy_checkout "$work/src"
 ARRAYSELECT_REQUIRE_KERNEL=1 "$VENV/bin/python" -m pip install -q "${pins[@]}" \
-  --force-reinstall --no-deps .
+  --force-reinstall --no-deps "$work/src"
 echo "$stamp" > "$VENV/.stamp"
 echo "job_deps $SET: venv ready in $(($(date +%s) - t0)) s"
 versions=$("$VENV/bin/python" -c "
@@ -94,8 +91,8 @@ set +e
 status=$?
 set -e
 if [ "$status" -eq 0 ]; then
-  record --status run --junit "$JUNIT" --note "$versions"
+  job_record run "$versions" "$JUNIT"
 else
-  record --status failed --junit "$JUNIT" --note "$versions"
+  job_record failed "$versions" "$JUNIT"
 fi
 exit "$status"

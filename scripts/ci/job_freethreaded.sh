@@ -2,60 +2,39 @@
 # CI matrix job: arrayselect on a free-threaded CPython (built with --disable-gil).
 #
 # No Debian package is free-threaded and python.org is out of reach, so CPython is built
-# from Debian's source tarball: 3.14 where the mirror's pool serves its orig tarball,
-# else trixie's 3.13.5 (the one checked to be there). The built interpreter and pip's
-# cache stay under ${ARRAYSELECT_CI_CACHE:-$HOME/.cache/arrayselect-ci}, so only the first
+# from Debian's source tarball: the newest 3.14 that sid's Sources name and the pool
+# serves, else trixie's 3.13 (scripts/ci/_job.sh: debian_source). The built interpreter
+# and pip's cache stay under $CI_CACHE/freethreaded, so only the first
 # run pays for the build (about 4-8 minutes on 2 cores). Then: a venv, NumPy's cp31Xt
 # wheel, arrayselect built with ARRAYSELECT_REQUIRE_KERNEL=1, a check that the GIL stays
 # off after every extension is imported, the NumPy parts of the suite and the
 # free-threading stress test; scripts/ci/record.py writes the job's record.
 #
-# Exit status: 0 when the tests pass or the job is skipped (it says why), else non-zero.
-set -euo pipefail
-start=$SECONDS
-repo=$(cd "$(dirname "$0")/../.." && pwd)
-cache=${ARRAYSELECT_CI_CACHE:-$HOME/.cache/arrayselect-ci}
-mirror=${ARRAYSELECT_DEBIAN_MIRROR:-http://deb.debian.org/debian}
-job=python-freethreaded
+# Exit status: 0 when the tests pass, else non-zero (scripts/ci/_job.sh: on CI a job
+# that cannot run fails).
+source "$(dirname "$0")/_job.sh"
+repo=$REPO
+job=freethreaded
+job_init "$job" 3.13t x86_64 newest
+cache=$CI_CACHE/$job
 mkdir -p "$cache"
+record() { JOB_PYTHON=$2; job_record "$1" "$3" ${4:+"$4"}; }  # record STATUS VERSION NOTE [JUNIT]
+job_need curl xz make gcc
 
-record() {  # record STATUS VERSION NOTE [JUNIT]
-  python3 "$repo/scripts/ci/record.py" "$job" --python "$2" --cpu x86_64 --deps newest \
-    --status "$1" --seconds "$((SECONDS - start))" --note "$3" ${4:+--junit "$4"}
-}
-skip() { echo "job $job skipped: $1"; record skipped "${2:-3.13t}" "$1"; exit 0; }
-
-command -v curl > /dev/null || skip "curl is missing (it fetches CPython's source from Debian's pool)"
-command -v make > /dev/null && command -v gcc > /dev/null || skip "make or gcc is missing"
-
-# The newest CPython source the pool serves: try the 3.14 versions the mirror's Sources
-# index names, then trixie's 3.13.5.
-tarball_url=""
-candidates=$(curl -fsS --max-time 60 "$mirror/dists/sid/main/source/Sources.xz" 2>/dev/null \
-  | xz -dc 2>/dev/null | grep -oE 'python3\.14_3\.14\.[0-9]+\.orig\.tar\.xz' | sort -uV -r || true)
-for name in $candidates python3.13_3.13.5.orig.tar.xz; do
-  pkg=${name%%_*}
-  if [ -f "$cache/src/$name" ] || curl -fsSI --max-time 30 "$mirror/pool/main/p/$pkg/$name" > /dev/null 2>&1; then
-    tarball_url="$mirror/pool/main/p/$pkg/$name"
-    break
-  fi
-done
-[ -n "$tarball_url" ] || skip "no CPython 3.13/3.14 source tarball in Debian's pool at $mirror"
-name=${tarball_url##*/}
-full=${name#*_}; full=${full%.orig.tar.xz}  # e.g. 3.13.5
+# The newest CPython 3.14 source sid names, else trixie's 3.13.
+tarball=$(debian_source python3.14 sid '3\.14\.[0-9]+' || debian_source python3.13 trixie '3\.13\.[0-9]+')
+name=${tarball##*/}
+full=${name#*_}; full=${full%.orig.tar.*}  # e.g. 3.13.5
 minor=${full%.*}                             # e.g. 3.13
 version="${minor}t"
 prefix="$cache/cpython-${full}t"
 py="$prefix/bin/python${minor}t"
 
 if [ ! -x "$py" ] || ! "$py" -c 'import ssl, sys; assert not sys._is_gil_enabled()' 2> /dev/null; then
-  echo "building free-threaded CPython $full from $tarball_url"
+  echo "building free-threaded CPython $full from $name"
   t0=$SECONDS
-  mkdir -p "$cache/src"
-  [ -f "$cache/src/$name" ] || curl -fsS --max-time 600 -o "$cache/src/$name.part" "$tarball_url" \
-    && { [ -f "$cache/src/$name" ] || mv "$cache/src/$name.part" "$cache/src/$name"; }
   build=$(mktemp -d)
-  tar -xJf "$cache/src/$name" -C "$build" --strip-components=1
+  tar -xf "$tarball" -C "$build" --strip-components=1
   rm -rf "$prefix"
   (cd "$build" && ./configure --disable-gil --prefix="$prefix" --without-ensurepip \
       --disable-test-modules > "$build/configure.log" 2>&1 \
@@ -83,7 +62,7 @@ export PIP_CACHE_DIR="$cache/pip"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # Build from a copy of the checkout, so the host's build outputs (3.11 .so files) stay out.
-git -C "$repo" ls-files -z --cached --others --exclude-standard | (cd "$repo" && xargs -0 cp --parents -t "$work" 2>/dev/null) || true
+copy_checkout "$work"
 (cd "$work" && ARRAYSELECT_REQUIRE_KERNEL=1 "$venv/bin/python" -m pip install -q \
   --disable-pip-version-check --no-deps --no-build-isolation .)
 
@@ -145,7 +124,7 @@ if [ "$status" -eq 0 ] && [ "${ARRAYSELECT_FT_MEASURE:-1}" != 0 ]; then
   throughput PYTHON_GIL=1 || true
   echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 fi
-echo "job $job: pytest exit $status, $((SECONDS - start)) s"
+echo "job $job: pytest exit $status, $((SECONDS - JOB_START)) s"
 if [ "$status" -eq 0 ]; then
   record run "$version" "NumPy parts + free-threading stress test; CPython ${full}t from Debian's source" "$junit"
 else

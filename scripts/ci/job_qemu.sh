@@ -1,188 +1,134 @@
 #!/usr/bin/env bash
-# CI matrix job: the real package, its C extensions built, tested on another CPU under
-# qemu-user: aarch64 (little-endian, like x86-64 but another ISA and memory model) or
-# s390x (big-endian).
+# CI matrix job: the package on another CPU, its pytest run under qemu-user: aarch64
+# (little-endian, like x86-64 but another ISA and memory model) or s390x (big-endian).
 #
 #   bash scripts/ci/job_qemu.sh aarch64|s390x
 #
-# How: a Debian sid root for that architecture (mmdebstrap; sid's Release file may be past
-# its Valid-Until date, hence Acquire::Check-Valid-Until "false"), run through binfmt_misc
-# and qemu-user-static (root needed: mounting, chroot). sid's own python3 (3.14) with
-# Debian's python3-numpy, -pytest, -hypothesis and -ml-dtypes (PyPI has no s390x NumPy);
-# the pure-Python array-api-compat/-strict/-extra are wheels downloaded here on the host
-# (the host's pip and CA bundle; the bundle is copied into the root too, for pip there).
-# The package is built and installed inside the root by its own gcc (pip, no build
-# isolation, Debian's setuptools): no cross toolchain to keep in step. Every gcc run goes
-# through ccache, whose store stays in the cached root, so only C files changed since the
-# last run compile under emulation. Measured (s390x, load 1.5-3): 100 s with ccache cold,
-# 46 s warm. aarch64 is far slower cold: gcc -O3 vectorizes for NEON, and sk_family.c
-# alone took 408 s, sk_loops.c 12 min, the whole build 1465 s (load 3-4.5).
-#
-# Tests: ARRAYSELECT_QEMU_TESTS (default below) - the kernel, core, family, fuzz and
-# no-kernel tests on NumPy and array-api-strict. The root and the wheels are cached under
-# ${ARRAYSELECT_CI_CACHE:-~/.cache/arrayselect-ci}/qemu (the first run builds the root:
-# arm64 663 s at load 1.5-3, s390x 1640 s at load ~10; later runs reuse it). Skips
-# (saying why) without apt-get or root.
-set -euo pipefail
-cd "$(dirname "$0")/../.."
-SRC=$PWD
+# Only pytest runs under emulation. Everything else runs natively on this machine:
+# * the root: a Debian sid root of the target architecture, extracted by mmdebstrap
+#   (--variant=extract: the packages unpacked, no maintainer script run under qemu; the
+#   few links and files those scripts would make are made below). sid's python3 (3.14)
+#   with Debian's NumPy, pytest, hypothesis and ml_dtypes (PyPI has no s390x NumPy) and
+#   Python's headers. Cached under $CI_CACHE/qemu-ARCH (made in about 10 s).
+# * the package: the x86-64 wheel that matrix.sh built (scripts/ci/build_wheel.sh), its
+#   three extensions compiled again by Debian's cross compiler (ARCH-linux-gnu-gcc)
+#   against the root's headers (scripts/ci/cross_wheel.py), installed into the root's
+#   site-packages by this machine's pip with the target's tags, beside the pure-Python
+#   array-api-compat/-strict/-extra and build wheels from PyPI.
+# The tests: the kernel, core, family, dtype, error, layout, fuzz and no-kernel tests on
+# NumPy and array-api-strict ($QEMU_TESTS below). Tests that compile C skip here (the root
+# has no compiler: under emulation gcc took 1465 s for the kernel alone); the main job
+# runs them, including the kernel compiled by the aarch64 cross compiler.
+source "$(dirname "$0")/_job.sh"
 ARCH=${1:?usage: job_qemu.sh aarch64|s390x}
 case $ARCH in
   aarch64) DEBARCH=arm64 ;;
   s390x) DEBARCH=s390x ;;
   *) echo "job_qemu.sh: unknown CPU $ARCH" >&2; exit 2 ;;
 esac
-CACHE=${ARRAYSELECT_CI_CACHE:-$HOME/.cache/arrayselect-ci}/qemu
-ROOT=$CACHE/root-$DEBARCH
-JUNIT=$CACHE/junit-$ARCH.xml
-start=$(date +%s)
-PYVER=?
-record() {
-  python3 scripts/ci/record.py "qemu-$ARCH" --python "$PYVER" --cpu "$ARCH (qemu)" \
-    --deps "Debian sid" --seconds "$(($(date +%s) - start))" "$@"
-}
-skip() {
-  echo "job_qemu $ARCH skipped: $*"
-  record --status skipped --note "$*"
-  exit 0
-}
-log() { echo "job_qemu $ARCH: $*"; }
+TRIPLET=$ARCH-linux-gnu
+# qemu's default aarch64 CPU ("max") implements pointer authentication with the QARMA
+# cipher, and Debian builds every arm64 binary with PAC instructions on each call: Python
+# ran about 5x slower (import numpy, arrayselect, pytest, hypothesis: 10.97 s against
+# 2.02 s as a Cortex-A72, which has no PAuth and takes those instructions as NOPs).
+QEMU_CPU_MODEL=""
+[ "$ARCH" = aarch64 ] && QEMU_CPU_MODEL=cortex-a72
+job_init "qemu-$ARCH" 3.14 "$ARCH (qemu)" "Debian sid"
+[ "$(id -u)" -eq 0 ] || job_cannot_run "needs root (chroot, mount)"
+job_need mmdebstrap "$TRIPLET-gcc" "qemu-$ARCH-static"
+grep -qx enabled "/proc/sys/fs/binfmt_misc/qemu-$ARCH" 2> /dev/null \
+  || job_cannot_run "qemu-$ARCH is not registered with binfmt_misc (bash scripts/ci/system_setup.sh registers it)"
+WHEEL=$(ls "${ARRAYSELECT_WHEEL_DIR:?set by matrix.sh}"/arrayselect-*manylinux*.whl 2> /dev/null | head -1)
+[ -n "$WHEEL" ] || job_cannot_run "no x86-64 wheel in $ARRAYSELECT_WHEEL_DIR (scripts/ci/build_wheel.sh makes it)"
 
-# --- tools: mmdebstrap, qemu-user-static, binfmt_misc ------------------------------
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then
-  sudo -n true 2> /dev/null || skip "needs root (binfmt_misc, chroot) and sudo is not available"
-  SUDO="sudo -n"
-fi
-command -v apt-get > /dev/null || skip "installs mmdebstrap and qemu-user-static with apt-get, which this machine lacks"
-need=()
-command -v mmdebstrap > /dev/null || need+=(mmdebstrap)
-command -v "qemu-$ARCH-static" > /dev/null || need+=(qemu-user-static)
-command -v update-binfmts > /dev/null || need+=(binfmt-support)
-if [ ${#need[@]} -gt 0 ]; then
-  log "installing ${need[*]}"
-  # the matrix runs jobs two at a time, and others install with apt too: wait for dpkg's
-  # lock rather than fail on it
-  $SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
-    --no-install-recommends "${need[@]}" > /dev/null || skip "apt-get could not install ${need[*]}"
-fi
-if [ ! -e /proc/sys/fs/binfmt_misc/status ]; then
-  $SUDO mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc ||
-    skip "cannot mount binfmt_misc (a container without the privilege?)"
-fi
-[ -e "/proc/sys/fs/binfmt_misc/qemu-$ARCH" ] || $SUDO update-binfmts --enable "qemu-$ARCH" ||
-  skip "cannot register qemu-$ARCH with binfmt_misc"
+CACHE=$CI_CACHE/qemu-$ARCH
+ROOT=$CACHE/root
+log() { echo "job $JOB_NAME: $*"; }
 
 # --- the root (cached) -------------------------------------------------------------
-PACKAGES=python3,python3-dev,python3-pip,python3-setuptools,python3-numpy
-PACKAGES+=,python3-pytest,python3-hypothesis,python3-ml-dtypes,gcc,libc6-dev,ca-certificates
-# ccache: gcc under emulation is the slow part (measured: 1102 s for the three extensions
-# on s390x at load 11, 100 s at load 2); the root keeps ccache's store, so a run whose C
-# code did not change compiles nothing
-if [ "$(cat "$ROOT/.packages" 2> /dev/null)" != "$PACKAGES,ccache" ]; then
-  t0=$(date +%s)
-  $SUDO rm -rf "$ROOT" "$ROOT.part"
+PACKAGES=base-files,base-passwd,dash,coreutils,python3,libpython3-dev,python3-numpy
+PACKAGES+=,python3-pytest,python3-hypothesis,python3-ml-dtypes,python3-setuptools,python3-pip
+if [ "$(cat "$ROOT/.packages" 2> /dev/null)" != "$PACKAGES" ]; then
+  t0=$SECONDS
+  rm -rf "$ROOT" "$ROOT.part"
   mkdir -p "$CACHE"
-  $SUDO mmdebstrap --quiet --variant=minbase --arch="$DEBARCH" \
-    --aptopt='Acquire::Check-Valid-Until "false"' --include="$PACKAGES,ccache" sid "$ROOT.part" ||
-    skip "mmdebstrap could not build a $DEBARCH sid root (mirror unreachable?)"
-  echo "$PACKAGES,ccache" | $SUDO tee "$ROOT.part/.packages" > /dev/null
-  $SUDO mv "$ROOT.part" "$ROOT"
-  log "root built in $(($(date +%s) - t0)) s"
-fi
-$SUDO cp /etc/ssl/certs/ca-certificates.crt "$ROOT/etc/ssl/certs/ca-certificates.crt"
-PYVER=$($SUDO chroot "$ROOT" python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')
-
-# pure-Python wheels the root's Debian lacks, fetched by the host's pip (cached; under a
-# lock, as matrix.sh may run both qemu jobs at once): the array API libraries, and `build`
-# for tests/test_no_kernel.py's sdist test
-WHEELS=$CACHE/wheels
-PURE="array-api-compat array-api-strict array-api-extra build pyproject_hooks"
-mkdir -p "$CACHE"
-(
-  flock 9
-  if ! ls "$WHEELS"/array_api_extra-*.whl "$WHEELS"/build-*.whl "$WHEELS"/pyproject_hooks-*.whl \
-    > /dev/null 2>&1; then
-    # shellcheck disable=SC2086
-    PIP_CONFIG_FILE=/dev/null python3 -m pip download -q --no-deps --only-binary=:all: \
-      -d "$WHEELS" $PURE
-  fi
-) 9> "$CACHE/wheels.lock" || skip "pip could not download $PURE"
-
-# --- the package, built inside the root ----------------------------------------------
-cleanup() {
-  for m in dev/shm proc; do
-    mountpoint -q "$ROOT/$m" && $SUDO umount "$ROOT/$m"
+  mmdebstrap --quiet --variant=extract --arch="$DEBARCH" \
+    --aptopt='Acquire::Check-Valid-Until "false"' --include="$PACKAGES" sid "$ROOT.part" \
+    "$DEBIAN_MIRROR"
+  # What the packages' maintainer scripts would have made: the BLAS/LAPACK links of
+  # update-alternatives (NumPy loads libblas.so.3), the CA bundle, the users and groups
+  # of base-passwd.
+  for lib in "$ROOT.part/usr/lib/$TRIPLET"/{blas,lapack}/lib*.so.3; do
+    ln -sf "$(basename "$(dirname "$lib")")/$(basename "$lib")" "$ROOT.part/usr/lib/$TRIPLET/"
   done
+  # pip in the root (the sdist test) reads the CA bundle that ca-certificates would make
+  mkdir -p "$ROOT.part/etc/ssl/certs"
+  cp /etc/ssl/certs/ca-certificates.crt "$ROOT.part/etc/ssl/certs/"
+  cp "$ROOT.part/usr/share/base-passwd/passwd.master" "$ROOT.part/etc/passwd"
+  cp "$ROOT.part/usr/share/base-passwd/group.master" "$ROOT.part/etc/group"
+  echo "$PACKAGES" > "$ROOT.part/.packages"
+  mv "$ROOT.part" "$ROOT"
+  log "root extracted in $((SECONDS - t0)) s"
+fi
+PYVER=$(basename "$(ls -d "$ROOT"/usr/lib/python3.[0-9]* | sort -V | tail -1)")  # python3.14
+JOB_PYTHON=${PYVER#python}
+
+# --- the package, cross-built here ---------------------------------------------------
+t0=$SECONDS
+SITE=$ROOT/usr/local/lib/$PYVER/dist-packages
+rm -rf "$SITE" "$CACHE/dist"
+python3 "$REPO/scripts/ci/cross_wheel.py" --wheel "$WHEEL" --root "$ROOT" --cc "$TRIPLET-gcc" \
+  --out "$CACHE/dist"
+# The target's tags: pip refuses a wheel that is not for the interpreter it installs for.
+# No pip configuration file: no machine-local find-links or constraints.
+PIP_CONFIG_FILE=/dev/null python3 -m pip install -q --no-deps --only-binary=:all: \
+  --target "$SITE" --platform "linux_$ARCH" --python-version "$JOB_PYTHON" \
+  --implementation cp --abi "cp${JOB_PYTHON/./}" --root-user-action=ignore \
+  "$CACHE"/dist/arrayselect-*.whl array-api-compat array-api-strict array-api-extra \
+  build pyproject_hooks packaging
+log "package cross-built and installed in $((SECONDS - t0)) s"
+
+# --- the tests, under qemu -----------------------------------------------------------
+cleanup() {
+  mountpoint -q "$ROOT/proc" && umount "$ROOT/proc"
   return 0
 }
 trap cleanup EXIT
-mountpoint -q "$ROOT/proc" || $SUDO mount -t proc proc "$ROOT/proc"
-$SUDO mkdir -p "$ROOT/dev/shm"
-mountpoint -q "$ROOT/dev/shm" || $SUDO mount -t tmpfs shm "$ROOT/dev/shm"
-$SUDO rm -rf "$ROOT/src" "$ROOT/wheels"
-$SUDO mkdir -p "$ROOT/src"
-git ls-files -co --exclude-standard -z | $SUDO tar -c --null -T - -f - | $SUDO tar -x -C "$ROOT/src" -f -
-$SUDO cp -r "$WHEELS" "$ROOT/wheels"
-t0=$(date +%s)
-# /usr/lib/ccache first on PATH: every gcc/cc run in the root goes through ccache, the
-# package's build and the tests' own one-file compiles (on aarch64,
-# test_compiles_for_aarch64_and_with_clang_without_warnings compiles every kernel file
-# with -O3 -Werror by the root's aarch64-linux-gnu-gcc: as slow as the build when cold)
+mountpoint -q "$ROOT/proc" || mount -t proc proc "$ROOT/proc"
+rm -rf "$ROOT/src"
+copy_checkout "$ROOT/src"
 in_root() {
-  $SUDO chroot "$ROOT" env -i PATH=/usr/lib/ccache:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
-    LANG=C.UTF-8 CCACHE_DIR=/var/cache/ccache "$@"
+  chroot "$ROOT" env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/root LANG=C.UTF-8 \
+    ${QEMU_CPU_MODEL:+QEMU_CPU=$QEMU_CPU_MODEL} "$@"
 }
-# shellcheck disable=SC2086
-in_root python3 -m pip install -q --break-system-packages --root-user-action=ignore \
-  --no-index --find-links /wheels $PURE
-if ! in_root sh -c 'cd /src && ARRAYSELECT_REQUIRE_KERNEL=1 python3 -m pip install -q \
-  --no-warn-script-location --break-system-packages --root-user-action=ignore \
-  --no-build-isolation --no-deps --force-reinstall .'; then
-  record --status failed --note "the package did not build on $ARCH"
-  exit 1
-fi
-# setuptools' build folder would shadow the `build` package for tests run from /src
-$SUDO rm -rf "$ROOT/src/build"
 in_root python3 -c "import arrayselect as a; i = a.runtime_info(); \
-assert i['kernel']['built'] and i['fastcall'], i"
-log "package built and installed in $(($(date +%s) - t0)) s"
-
-# --- the tests -----------------------------------------------------------------------
-# kernel (every file of it: tests/test_kernel*.py too, where they exist), core, family,
-# fuzz and no-kernel tests; patterns, expanded in the checkout
-DEFAULT_TESTS="tests/test_numpy_kernel.py tests/test_numpy_kernel_family.py \
-tests/test_numpy_kernel_pool.py tests/test_numpy_kernel_cpu.py tests/test_kernel*.py \
-tests/test_where.py tests/test_select_family*.py tests/test_family*.py tests/test_layout.py \
+assert i['kernel']['built'] and i['fastcall'], i; a.show_runtime()"
+QEMU_TESTS=${ARRAYSELECT_QEMU_TESTS:-"tests/test_numpy_kernel*.py tests/test_kernel_*.py \
+tests/test_where.py tests/test_select_family.py tests/test_family_*.py tests/test_layout.py \
 tests/test_dtypes.py tests/test_bad_input.py tests/test_plan_dims.py tests/test_fuzz.py \
-tests/test_no_kernel.py"
-read -r -a patterns <<< "${ARRAYSELECT_QEMU_TESTS:-$DEFAULT_TESTS}"
+tests/test_no_kernel.py tests/test_errors.py tests/test_extreme.py tests/test_properties.py \
+tests/test_shapes*.py tests/test_signature_cache.py"}
 tests=()
-for p in "${patterns[@]}"; do
-  while IFS= read -r f; do tests+=("$f"); done < <(compgen -G "$p" || true)
+for pattern in $QEMU_TESTS; do
+  while IFS= read -r f; do tests+=("$f"); done < <(cd "$REPO" && compgen -G "$pattern" || true)
 done
-# Left out: the kernel built again with SK_NO_DISPATCH (x86-64's dispatch switched off).
-# Off x86-64 that macro changes nothing (sk_loops_base.h: "SK_NO_DISPATCH ||
-# !x86_64"), so it is this job's own build again: one multi-source gcc run that ccache
-# cannot cache, 342 s of emulated gcc on s390x. The main job runs it on x86-64.
-tests+=(--deselect tests/test_numpy_kernel_cpu.py::test_builds_and_runs_with_dispatch_disabled)
-t0=$(date +%s)
+[ ${#tests[@]} -gt 0 ] || job_cannot_run "no test file matches ARRAYSELECT_QEMU_TESTS"
+t0=$SECONDS
 set +e
-# from /src/tests' parent, but importing the installed package (no src/arrayselect on
-# the path: the repository keeps it under src/)
-in_root sh -c "cd /src && python3 -m pytest -q -p no:cacheprovider --junitxml=/tmp/junit.xml $(printf '%q ' "${tests[@]}")"
+# from /src, importing the installed package (the checkout keeps it under src/, off the path)
+in_root sh -c "cd /src && python3 -m pytest -q -p no:cacheprovider --junitxml=/tmp/junit.xml \
+  $(printf '%q ' "${tests[@]}")"
 status=$?
 set -e
-$SUDO cp "$ROOT/tmp/junit.xml" "$JUNIT" 2> /dev/null || true
-log "pytest ran in $(($(date +%s) - t0)) s"
+cp "$ROOT/tmp/junit.xml" "$CACHE/junit.xml"
+log "pytest ran in $((SECONDS - t0)) s"
 versions=$(in_root python3 -c "
 import importlib.metadata as m, platform, sys
-print(f'{platform.machine()}, {sys.byteorder}-endian; ' + ', '.join(
+print(f'{platform.machine()}, {sys.byteorder}-endian; cross-built by $TRIPLET-gcc; ' + ', '.join(
     f'{n} {m.version(n)}' for n in ('numpy', 'ml_dtypes', 'array-api-strict')))")
 if [ "$status" -eq 0 ]; then
-  record --status run --junit "$JUNIT" --note "$versions"
+  job_record run "$versions" "$CACHE/junit.xml"
 else
-  record --status failed --junit "$JUNIT" --note "$versions"
+  job_record failed "$versions" "$CACHE/junit.xml"
 fi
 exit "$status"

@@ -6,8 +6,8 @@ Usage (from any job script)::
         --status run --junit junit.xml --seconds 312 --note "numpy, jax, dask"
 
 writes ``$ARRAYSELECT_MATRIX_DIR/JOB.json`` (default ``.ci-matrix/``) with the job's
-interpreter, CPU, dependency set, status (``run``, ``compiled``, ``skipped`` or
-``failed``), the pytest counts read from the JUnit XML file (when given), its wall time and
+interpreter, CPU, dependency set, status (``run``, ``compiled``, ``skipped``: not run,
+outside CI only; ``opted-out``: left out by ARRAYSELECT_SKIP_JOBS; or ``failed``), the pytest counts read from the JUnit XML file (when given), its wall time and
 a note, and prints one line ``matrix JOB: STATUS (N passed, ...) in S s``. It needs only
 the standard library, so any interpreter of a job can run it.
 """
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cpu", required=True, help="e.g. x86_64, aarch64 (qemu), s390x (qemu)")
     parser.add_argument("--deps", required=True, help="dependency set, e.g. oldest, newest")
     parser.add_argument(
-        "--status", required=True, choices=["run", "compiled", "skipped", "failed"]
+        "--status", required=True, choices=["run", "compiled", "skipped", "opted-out", "failed"]
     )
     parser.add_argument("--junit", help="pytest's --junitxml file, for the counts")
     parser.add_argument("--seconds", type=float, default=0.0)
@@ -67,6 +67,10 @@ def main(argv: list[str] | None = None) -> int:
     record.update(counts)
     if args.status == "run" and (counts["failed"] or counts["errors"]):
         record["status"] = "failed"
+    if args.status == "run" and not counts["passed"]:
+        # the table never shows a job as passed that ran no test
+        record["status"] = "failed"
+        record["note"] = f"ran no test; {args.note}"
     out = Path(os.environ.get("ARRAYSELECT_MATRIX_DIR", ".ci-matrix"))
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{args.job}.json").write_text(json.dumps(record, indent=1) + "\n")

@@ -7,8 +7,9 @@ Usage::
 reads ``$ARRAYSELECT_MATRIX_DIR/*.json`` (default ``.ci-matrix/``) and writes a Markdown
 table, one row per matrix cell (interpreter x CPU x dependency set), to OUTPUT (default
 ``docs/platform_matrix.inc``, which docs/platforms.md includes), headed by the date and
-the commit of the run. A cell says "run (N passed)", "compiled only", "skipped: why" or
-"failed (...)", with the job's wall time. The file is committed: a checkout's docs build
+the commit of the run. A cell says "run (N passed)", "compiled only", "not run: why"
+(outside CI only), "not run: opted out by ARRAYSELECT_SKIP_JOBS" or "failed (...)", with
+the job's wall time. The file is committed: a checkout's docs build
 shows the table of the last CI run that regenerated it. Standard library only.
 """
 
@@ -66,7 +67,9 @@ def cell(record: dict[str, object]) -> str:
     if status == "compiled":
         return "compiled only"
     if status == "skipped":
-        return f"skipped: {record['note']}"
+        return f"not run: {record['note']}"
+    if status == "opted-out":
+        return f"not run: opted out by {record['note']}"
     bad = int(record.get("failed", 0)) + int(record.get("errors", 0))  # type: ignore[call-overload]
     return f"**failed** ({bad} failed, {counts})"
 
@@ -97,7 +100,7 @@ def render(records: list[dict[str, object]]) -> str:
         "|---|---|---|---|---|---|",
     ]
     for r in records:
-        note = "" if r["status"] == "skipped" else str(r["note"]).replace("|", "/")
+        note = "" if r["status"] in ("skipped", "opted-out") else str(r["note"]).replace("|", "/")
         lines.append(
             f"| CPython {r['python']} | {r['cpu']} | {r['deps']} | {cell(r)} | "
             f"{r['seconds']} s | {note} |"

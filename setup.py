@@ -50,9 +50,10 @@ _BUILD_ERRORS = (CCompilerError, ExecError, PlatformError, OSError)
 _MISSING_WARNING = """\
 WARNING: arrayselect is installed without {missing}: {why}.
   Nothing changes but speed: every select gives the same results and errors,
-  through NumPy's own functions and Python. But NumPy selects are slower: on a 2-core
-  x86-64 machine a float32 select took 4.1 us at 10^3 elements (numpy.where 1.8 us,
-  the kernel 0.9 us) and 5.5 ms at 10^6 (numpy.where 4.8 ms, the kernel 0.21 ms).
+  through NumPy's own functions and Python. But NumPy selects are slower: large ones
+  cost what numpy.where costs, small ones some microseconds more, and the kernel is
+  usually several times faster than both (measured figures: docs/platforms.md, "How
+  much slower").
   To get the compiled code, install a C compiler (Linux: gcc, e.g. `apt install
   gcc python3-dev`; macOS: `xcode-select --install`; Windows: the "Desktop
   development with C++" workload of Visual Studio Build Tools), or a wheel for your

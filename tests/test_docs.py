@@ -347,3 +347,23 @@ def test_perf_measures_the_native_backend_outside_force_portable(
     rows = perf_data.measure(sizes=[100], dtypes=["float64"], rounds=1)
     assert {r["params"][0] for r in rows} == {"numpy", "portable"}
     assert blocks and all(blocks), f"force_portable({blocks}) around native calls"
+
+
+def test_the_readme_example_runs_and_says_what_it_returns() -> None:
+    """The README's Python block runs, and each ``# result`` comment is what the line gives."""
+    text = (DOCS.parent / "README.md").read_text()
+    (block,) = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    namespace: dict[str, object] = {}
+    for line in block.splitlines():
+        code, _, comment = line.partition("  # ")
+        if not code.strip() or code.lstrip().startswith("#"):
+            continue
+        if comment and not code.lstrip().startswith(("import", "cond", "then", "else_")):
+            got = eval(code, namespace)  # noqa: S307 - the README's own example
+            expected = comment.split(":")[-1].strip()
+            if expected[:1] in "[(":  # a list or tuple literal: compare values
+                assert getattr(got, "tolist", lambda: got)() == eval(expected), (code, got)
+            else:  # a dtype's name
+                assert str(got.dtype if hasattr(got, "dtype") else got) == expected, (code, got)
+        else:
+            exec(code, namespace)  # noqa: S102

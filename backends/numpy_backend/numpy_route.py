@@ -34,14 +34,12 @@ class KernelMissingWarning(RuntimeWarning):
     """arrayselect runs without its compiled NumPy kernel: same answers, slower."""
 
 
-# Measured on 2026-11-27 on the project's shared 2-core x86-64 VM (AMD EPYC, load
-# average 10.8, the minimum of 15 timing rounds; float32, same-shape operands): a
-# build without the compiled modules against the normal build, with np.where in
-# the same processes.
+# No figure here: a warning cannot say on which machine, at which load and when it was
+# measured, so it points to the page whose figures say so.
 _COST = (
-    "measured on a 2-core x86-64 machine, select of float32 arrays took 4.1 µs at "
-    "10^3 elements (numpy.where 1.8 µs, the kernel 0.9 µs) and 5.5 ms at 10^6 "
-    "(numpy.where 4.8 ms, the kernel 0.21 ms)"
+    "large selects cost what numpy.where costs, small ones some microseconds more, and "
+    "the kernel is usually several times faster than both (measured figures, with their "
+    "machine and load: docs/platforms.md, 'How much slower')"
 )
 
 _warned = False

@@ -22,6 +22,7 @@ import contextlib
 import doctest
 import importlib
 import importlib.util
+import inspect
 import pkgutil
 import re
 import sys
@@ -367,3 +368,45 @@ def test_the_readme_example_runs_and_says_what_it_returns() -> None:
                 assert str(got.dtype if hasattr(got, "dtype") else got) == expected, (code, got)
         else:
             exec(code, namespace)  # noqa: S102
+
+
+def _plain_signature(obj: object) -> str:
+    """``inspect.signature`` without annotations; a callable default by its name."""
+    sig = inspect.signature(obj)  # type: ignore[arg-type]
+    params = []
+    for p in sig.parameters.values():
+        p = p.replace(annotation=inspect.Parameter.empty)
+        if p.default is not inspect.Parameter.empty and callable(p.default):
+            p = p.replace(default=_Named(p.default.__name__))
+        params.append(p)
+    return str(sig.replace(parameters=params, return_annotation=inspect.Signature.empty))
+
+
+class _Named:
+    """A default shown by name (``print``, not ``<built-in function print>``)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+def test_the_api_summary_lists_every_public_name_with_its_signature() -> None:
+    import arrayselect
+
+    text = (DOCS / "api.md").read_text()
+    block = text.split("## Summary", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    listed: dict[str, str] = {}
+    for line in block.splitlines():
+        code = line.split("  #")[0].strip()
+        if code.startswith("asel."):
+            name, _, signature = code[len("asel."):].partition("(")
+            listed[name] = "(" + signature if signature else ""
+    assert sorted(listed) == sorted(arrayselect.__all__)
+    for name, signature in listed.items():
+        obj = getattr(arrayselect, name)
+        if inspect.isfunction(obj):
+            assert signature == _plain_signature(obj), name
+        else:
+            assert signature == "", name

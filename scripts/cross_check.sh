@@ -48,6 +48,7 @@ WINE=$(command -v wine64 || echo /usr/lib/wine/wine64)
 "$PY" -c "import ziglang" || { log "ziglang is missing from $PY (the dev extra has it)"; exit 1; }
 ZIG=("$PY" -m ziglang)
 export ZIG_GLOBAL_CACHE_DIR=$CACHE/zig ZIG_LOCAL_CACHE_DIR=$CACHE/zig
+export PIP_CACHE_DIR=$CACHE/pip  # its own: other jobs run beside this one
 
 # --- headers -----------------------------------------------------------------
 numpy_include() { # platform tag -> the wheel's numpy/_core/include, unpacked once

@@ -5,28 +5,28 @@
 #
 #   bash scripts/ci/job_main.sh [PYTEST ARGS]
 #
-# The venv takes the test dependencies from .venv (a .pth line naming .venv's
-# site-packages, after the venv's own): one install of torch, JAX and the rest, not two.
-# .venv's editable arrayselect stays out of it (a .pth line adds a folder, not the .pth
-# files in it). The suite itself checks that it imports the installed wheel
+# The wheel is installed with the extras the suite needs (test, conformance, cuda-check),
+# as a user would, so its own metadata resolves its dependencies; scripts/constraints.txt
+# pins the CPU torch as for .venv (pip takes most wheels from its cache or this machine's
+# disk: about a minute). The suite itself checks that it imports the installed wheel
 # (ARRAYSELECT_TEST_INSTALLED_IN, tests/conftest.py). This catches what an editable
-# install hides: a missing .pyi, py.typed or package data.
+# install hides: a missing .pyi, py.typed or package data, a dependency left out.
 source "$(dirname "$0")/_job.sh"
 job_init main 3.11 x86_64 "pinned (scripts/constraints.txt)"
 WHEEL=$(ls "${ARRAYSELECT_WHEEL_DIR:?set by matrix.sh}"/arrayselect-*manylinux*.whl 2> /dev/null | head -1)
 [ -n "$WHEEL" ] || job_cannot_run "no wheel in $ARRAYSELECT_WHEEL_DIR (scripts/ci/build_wheel.sh makes it)"
 VENV=$ARRAYSELECT_MATRIX_DIR/main-venv
 rm -rf "$VENV"
-"$(.venv/bin/python -c 'import sys; print(sys._base_executable)')" -m venv "$VENV"
-SITE=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-"$REPO/.venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' \
-  > "$SITE/_arrayselect_ci_test_deps.pth"
-"$VENV/bin/python" -m pip install -q --no-deps --no-index "$WHEEL"
+"$("$REPO/.venv/bin/python" -c 'import sys; print(sys._base_executable)')" -m venv "$VENV"
+export PIP_CACHE_DIR=$CI_CACHE/main/pip  # its own: the other jobs run beside it
+"$VENV/bin/python" -m pip install -q --upgrade pip
+"$VENV/bin/python" -m pip install -q "arrayselect[test,conformance,cuda-check] @ file://$WHEEL" \
+  -c "$REPO/scripts/constraints.txt"
 (cd / && "$VENV/bin/python" -c "import arrayselect as a; print('testing', a.__file__); a.show_runtime()")
 junit=$ARRAYSELECT_MATRIX_DIR/main.xml
 set +e
-# the pytest script, not `python -m pytest`: the latter puts the checkout on sys.path
-ARRAYSELECT_TEST_INSTALLED_IN=$VENV "$VENV/bin/python" "$REPO/.venv/bin/pytest" \
+# the venv's pytest script, not `python -m pytest`: the latter puts the checkout on sys.path
+ARRAYSELECT_TEST_INSTALLED_IN=$VENV "$VENV/bin/pytest" \
   --junitxml="$junit" "$@"
 status=$?
 set -e

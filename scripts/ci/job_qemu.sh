@@ -56,20 +56,19 @@ if [ "$(cat "$ROOT/.packages" 2> /dev/null)" != "$PACKAGES" ]; then
     --aptopt='Acquire::Check-Valid-Until "false"' --include="$PACKAGES" sid "$ROOT.part" \
     "$DEBIAN_MIRROR"
   # What the packages' maintainer scripts would have made: the BLAS/LAPACK links of
-  # update-alternatives (NumPy loads libblas.so.3), the CA bundle, the users and groups
-  # of base-passwd.
+  # update-alternatives (NumPy loads libblas.so.3), the users and groups of base-passwd.
   for lib in "$ROOT.part/usr/lib/$TRIPLET"/{blas,lapack}/lib*.so.3; do
     ln -sf "$(basename "$(dirname "$lib")")/$(basename "$lib")" "$ROOT.part/usr/lib/$TRIPLET/"
   done
-  # pip in the root (the sdist test) reads the CA bundle that ca-certificates would make
-  mkdir -p "$ROOT.part/etc/ssl/certs"
-  cp /etc/ssl/certs/ca-certificates.crt "$ROOT.part/etc/ssl/certs/"
   cp "$ROOT.part/usr/share/base-passwd/passwd.master" "$ROOT.part/etc/passwd"
   cp "$ROOT.part/usr/share/base-passwd/group.master" "$ROOT.part/etc/group"
   echo "$PACKAGES" > "$ROOT.part/.packages"
   mv "$ROOT.part" "$ROOT"
   log "root extracted in $((SECONDS - t0)) s"
 fi
+# pip in the root (the sdist test) needs a CA bundle: this machine's, on every run
+mkdir -p "$ROOT/etc/ssl/certs"
+cp /etc/ssl/certs/ca-certificates.crt "$ROOT/etc/ssl/certs/"
 PYVER=$(basename "$(ls -d "$ROOT"/usr/lib/python3.[0-9]* | sort -V | tail -1)")  # python3.14
 JOB_PYTHON=${PYVER#python}
 

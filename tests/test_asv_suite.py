@@ -1,7 +1,7 @@
 """The asv suite's setups run and check their results (NumPy backends, small sizes).
 
-``asv check`` (in ``scripts/test.sh``) only checks that the suite is well formed;
-this runs ``setup`` and each benchmark method once, so a change in
+``asv check`` (in CI's checks job, ``scripts/ci/job_checks.sh``) only checks that the
+suite is well formed; this runs ``setup`` and each benchmark method once, so a change in
 ``select``'s semantics that makes a benchmark compute something else fails here.
 """
 

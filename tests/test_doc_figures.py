@@ -1,7 +1,8 @@
 """Every measured figure in README.md and docs/*.md says where it comes from.
 
 A *figure* is a number with a unit of time or speed (``4.1 µs``, ``5.5 ms``, ``12 ns``,
-``27.8 GB/s``, ``382,425 calls/s``) or a ratio (``1.35x``, ``13.85×``). Each block that
+``27.8 GB/s``, ``382,425 calls/s``) or a ratio (``1.35x``, or with the multiplication
+sign). Each block that
 holds one (a paragraph, a list item, a table, a fenced code block) must carry one
 provenance tag, in the block itself or in the paragraph just above it (a table's or a
 sample output's caption), of the form CONTRIBUTING.md documents::
@@ -28,7 +29,7 @@ PAGES = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").g
 
 FIGURE = re.compile(
     r"(?<![\w.])\d[\d,]*(?:\.\d+)?\s?(?:µs|us|ms|ns|GB/s|MB/s|calls/s)(?!\w)"
-    r"|(?<![\w.])\d+(?:\.\d+)?\s?[x×](?![\w-]|\s?\d)"  # not a shape: 1000 × 1000
+    r"|(?<![\w.])\d+(?:\.\d+)?\s?[x\u00d7](?![\w-]|\s?\d)"  # not a shape: 1000 x 1000
 )
 TAG = re.compile(
     r"\(measured: (?P<cpu>[^,()]+), load (?P<load>[0-9][^,]*), "
@@ -110,5 +111,6 @@ def test_the_check_fails_on_a_bare_figure_and_passes_a_tagged_one() -> None:
     untagged_table = "Ratios:\n\n| case | ratio |\n|---|---|\n| a | 1.35x |\n"
     assert bare_figures(untagged_table) == [(3, "1.35x")]
     assert bare_figures("It took 3 ms (measured: somewhere, load 1, 2026-11-28, `x`).") != []
-    assert bare_figures("Shapes 3x3, 1000 × 1000 and hex 0x1f are not figures.") == []
+    assert bare_figures("Shapes 3x3, 1000 \u00d7 1000 and hex 0x1f are not figures.") == []
+    assert bare_figures("A ratio of 2.5\u00d7 np.where.") == [(1, "2.5\u00d7")]
     assert bare_figures("The target is 1.5x (not measured: a target).") == []

@@ -328,6 +328,53 @@ def test_dynamo_puts_one_call_in_its_graph() -> None:
     assert targets == [torch_dynamo.select_in_graph]
 
 
+def test_traceable_promotion_is_torch_s_own() -> None:
+    """The promotion ``where`` uses under torch.compile, built from parts every
+    supported torch's Dynamo traces, equals torch's elementwise_dtypes, for every pair of
+    dtypes, ranks 0 and 1, and Python scalars."""
+    from arrayselect.backends.torch_backend import traceable_result_type
+    from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
+
+    dtypes = [torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
+              torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64,
+              torch.complex128]  # fmt: skip
+    operands: list[Any] = [torch.zeros(shape, dtype=d) for d in dtypes for shape in ((), (2,))]
+    operands += [False, 0, 0.0, 0j]
+    checked = 0
+    for x1 in operands:
+        for x2 in operands:
+            if not isinstance(x1, torch.Tensor) and not isinstance(x2, torch.Tensor):
+                continue
+            want = elementwise_dtypes(
+                x1, x2, type_promotion_kind=ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT
+            )[1]
+            assert traceable_result_type(x1, x2) == want, (x1, x2)
+            checked += 1
+    assert checked == 24 * 24 + 2 * 24 * 4
+    # select_cases promotes its choices and default together
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        picked = [operands[i] for i in rng.integers(0, len(operands), 4)]
+        if not any(isinstance(x, torch.Tensor) for x in picked):
+            continue
+        kind = ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT
+        want = elementwise_dtypes(*picked, type_promotion_kind=kind)[1]
+        assert traceable_result_type(*picked) == want, picked
+
+
+def test_apply_where_under_compile_gives_untaken_elements_an_exact_zero_gradient() -> None:
+    """Traced, apply_where takes the double where (no boolean indexing in a graph):
+    log sees ones where x <= 0, so no NaN or inf reaches the gradient."""
+    x = torch.tensor([-1.0, 0.0, 2.0], requires_grad=True)
+    f = torch.compile(
+        lambda x: asel.apply_where(x > 0, (x,), torch.log, fill_value=0.0),
+        fullgraph=True,
+        backend="eager",
+    )
+    f(x).sum().backward()
+    assert x.grad is not None and x.grad.tolist() == [0.0, 0.0, 0.5]
+
+
 @pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
 def test_python_floats_inside_compile(dynamic: bool) -> None:
     c, a = torch.rand(4) < 0.5, torch.rand(4)

@@ -389,6 +389,59 @@ def _written(out: Any) -> Any:
     return out
 
 
+# torch's complex dtype of each real floating dtype (torch._prims_common's map)
+_TO_COMPLEX = {torch.float16: torch.complex32, torch.bfloat16: torch.complex64,
+               torch.float32: torch.complex64, torch.float64: torch.complex128}  # fmt: skip
+
+
+def _combine_categories(higher: Any, lower: Any) -> Any:
+    """c10's ``combine_categories``: a lower-priority group's dtype counts only when its
+    category (bool < integer < floating < complex) is above the higher group's."""
+    if higher is None:
+        return lower
+    if lower is None or higher.is_complex:
+        return higher
+    if lower.is_complex:
+        return _TO_COMPLEX[higher] if higher.is_floating_point else lower
+    if higher.is_floating_point:
+        return higher
+    if higher == torch.bool or lower.is_floating_point:
+        return torch.promote_types(higher, lower)
+    return higher
+
+
+def traceable_result_type(*values: Any) -> Any:
+    """PyTorch's own elementwise promotion (what
+    ``torch._prims_common.elementwise_dtypes`` gives) of tensors and Python scalars,
+    from parts every supported torch's Dynamo traces as constants (torch
+    2.8's cannot trace ``elementwise_dtypes``: "torch.* op returned non-Tensor").
+
+    Three groups, as c10's ``ResultTypeState``: dimensioned tensors, 0-d tensors, Python
+    scalars (bool, int64, the default floating dtype, its complex). Each group promotes
+    within itself; a lower group adds only a higher category.
+    """
+    dims, zeros, scalars = None, None, None
+    for x in values:
+        if type(x) in PYTHON_SCALARS:
+            dtype = _scalar_default_dtype(type(x))
+            scalars = dtype if scalars is None else torch.promote_types(scalars, dtype)
+        elif x.ndim == 0:
+            zeros = x.dtype if zeros is None else torch.promote_types(zeros, x.dtype)
+        else:
+            dims = x.dtype if dims is None else torch.promote_types(dims, x.dtype)
+    return _combine_categories(dims, _combine_categories(zeros, scalars))
+
+
+def _scalar_default_dtype(kind: type) -> Any:
+    """The dtype torch gives a Python scalar of type ``kind`` on its own."""
+    if kind is bool:
+        return torch.bool
+    if kind is int:
+        return torch.int64
+    real = torch.get_default_dtype()
+    return real if kind is float else _TO_COMPLEX[real]
+
+
 class TorchBackend(Backend):
     """Select for ``torch.Tensor``: torch ops, or the compiled kernel on CPU memory.
 
@@ -481,11 +534,7 @@ class TorchBackend(Backend):
             and x2.dtype in _STANDARD_DTYPES
         ):
             return torch.promote_types(x1.dtype, x2.dtype)
-        from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
-
-        return elementwise_dtypes(
-            x1, x2, type_promotion_kind=ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT
-        )[1]
+        return traceable_result_type(x1, x2)
 
     def astype(self, x: Any, dtype: Any) -> Any:
         return x.to(dtype)
@@ -644,12 +693,8 @@ class TorchBackend(Backend):
         return _is_compiling()
 
     def promote(self, values: Sequence[Any]) -> Any:
-        if _is_compiling():  # Dynamo cannot trace torch.result_type; this is its reference
-            from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
-
-            return elementwise_dtypes(
-                *values, type_promotion_kind=ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT
-            )[1]
+        if _is_compiling():  # Dynamo cannot trace torch.result_type
+            return traceable_result_type(*values)
         return super().promote(values)
 
     def select_n(self, which: Any, cases: tuple[Any, ...], shape: Shape, out: Any) -> Any:

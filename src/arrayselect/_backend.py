@@ -275,8 +275,8 @@ class Backend(abc.ABC):
         lack them), and never for arrays with no values (:meth:`data_free`). Asked
         on every call: a library may change its capabilities at run time.
         """
-        if self.data_free(x):
-            return False
+        if self.data_free(x) or self.traced(x):
+            return False  # no values to index by (a meta array, a trace)
         try:
             capabilities = self.namespace(x).__array_namespace_info__().capabilities()
         except Exception:  # a namespace older than the inspection API: the standard's
@@ -319,8 +319,9 @@ class Backend(abc.ABC):
             low, high = self.int_range(which.dtype)
             # No values to check (a trace, a meta tensor): indices are clamped.
             traced = self.traced(which) or self.data_free(which)
-            if traced:
-                which = xp.clip(which, 0, n - 1)
+            if traced:  # clamped by where: torch 2.8's Dynamo cannot trace compat's clip
+                which = xp.where(which < 0, xp.zeros_like(which), which)
+                which = xp.where(which > n - 1, xp.full_like(which, n - 1), which)
             # Only ==: some libraries cannot order every integer dtype (PyTorch uint64).
             # Indices beyond the dtype's range cannot occur: those cases are unreachable.
             masks = [which == k for k in range(min(n, high + 1))]
@@ -397,16 +398,22 @@ class Backend(abc.ABC):
         ``fill_value``) fills the rest. The default is array-api-extra's eager
         algorithm: boolean indexing, so each function sees only its own elements,
         and the result dtype is the library's promotion of the two sides. Where
-        arrays take no boolean indexing (:meth:`mask_indexing`), as array-api-extra
-        does: both sides computed on every element and joined by
+        arrays take no boolean indexing (:meth:`mask_indexing`: traced, meta, or a
+        library without it): the double where, as JAX's backend does, both sides
+        computed on every element (ones where not taken) and joined by
         :func:`arrayselect.where`.
         """
         if not self.mask_indexing(cond):
             from arrayselect._where import where  # _where imports this module
 
-            values = f1(*args)
+            # The double where: each function sees ones where it is not taken, so its
+            # values there (inf, NaN) never reach the result, and the inner where gives
+            # the untaken elements an exact zero gradient.
+            xp = self.namespace(cond, *args)
+            ones = [xp.ones_like(a) for a in args]
+            values = f1(*(xp.where(cond, a, one) for a, one in zip(args, ones, strict=True)))
             if f2 is not None:
-                other = f2(*args)
+                other = f2(*(xp.where(cond, one, a) for a, one in zip(args, ones, strict=True)))
             elif type(fill_value) in (bool, int, float, complex):
                 other = self._fill_scalar(values, fill_value)[0]
             else:

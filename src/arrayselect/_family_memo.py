@@ -264,8 +264,8 @@ def remember(
     ``compared`` the arrays whose devices the core compared; ``like`` the array
     Python scalars are placed like.
     """
-    if kind is None:
-        return
+    if kind is None or backend.tracing():
+        return  # a tracing compiler follows this call: the core keeps no memo (Backend.tracing)
     if dtype is not None and all(type(x) in PYTHON_SCALARS or x.dtype != dtype for x in values):
         return  # the result dtype is a library default (of a Python scalar): not kept
     arrays = [x for x in operands if type(x) not in PYTHON_SCALARS]

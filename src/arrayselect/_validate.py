@@ -282,14 +282,17 @@ def fill_scalar(backend: Backend, value: PyScalar, dtype: Any) -> PyScalar:
         # nan, apply_where's usual fill: a float takes only floating or complex dtypes,
         # and check_scalar takes non-finite floats as they are, so nothing to look up
         return value
-    key = (backend, type(value), dtype)
-    try:
-        rng = _fill_ranges[key]
-    except KeyError:
+    if backend.tracing():  # no memo read or written while a compiler traces (Backend.tracing)
         rng = _fill_range(backend, type(value), dtype)
-        if len(_fill_ranges) >= 256:
-            _fill_ranges.clear()
-        _fill_ranges[key] = rng
+    else:
+        key = (backend, type(value), dtype)
+        try:
+            rng = _fill_ranges[key]
+        except KeyError:
+            rng = _fill_range(backend, type(value), dtype)
+            if len(_fill_ranges) >= 256:
+                _fill_ranges.clear()
+            _fill_ranges[key] = rng
     if rng is None:  # not a kind this scalar takes: the library's conversion decides
         return value
     if rng.admits(value):

@@ -48,6 +48,7 @@ def _matrix(tmp_path: Path, jobs: dict[str, str], *, ci: bool, env: dict[str, st
         "ARRAYSELECT_MATRIX_JOBS": "\n".join(lines),
         "ARRAYSELECT_CI_CACHE": str(tmp_path / "cache"),
         "CI": "true" if ci else "",
+        "ARRAYSELECT_CI_PYTHON": sys.executable,  # a root may have no python3 on PATH
         **(env or {}),
     }
     done = subprocess.run(

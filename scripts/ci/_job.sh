@@ -16,6 +16,8 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 CI_CACHE=${ARRAYSELECT_CI_CACHE:-$HOME/.cache/arrayselect-ci}
 DEBIAN_MIRROR=${ARRAYSELECT_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 JOB_START=$SECONDS
+# the interpreter of record.py (standard library only): any python3
+CI_PYTHON=${ARRAYSELECT_CI_PYTHON:-python3}
 
 on_ci() { [ -n "${CI:-}" ] && [ "$CI" != false ] && [ "$CI" != 0 ]; }
 
@@ -25,7 +27,7 @@ job_init() {
 }
 
 job_record() { # STATUS NOTE [JUNIT]
-  python3 "$REPO/scripts/ci/record.py" "$JOB_NAME" --python "$JOB_PYTHON" --cpu "$JOB_CPU" \
+  "$CI_PYTHON" "$REPO/scripts/ci/record.py" "$JOB_NAME" --python "$JOB_PYTHON" --cpu "$JOB_CPU" \
     --deps "$JOB_DEPS" --status "$1" --seconds "$((SECONDS - JOB_START))" --note "$2" \
     ${3:+--junit "$3"}
 }

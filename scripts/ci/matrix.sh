@@ -29,6 +29,7 @@ LOGS=$ARRAYSELECT_MATRIX_DIR/logs
 mkdir -p "$LOGS"
 LANES=${ARRAYSELECT_MATRIX_LANES:-2}
 SCRIPTS=${ARRAYSELECT_MATRIX_SCRIPTS:-scripts/ci}
+PY=${ARRAYSELECT_CI_PYTHON:-python3}  # for record.py and render_matrix.py (standard library)
 # name | script and arguments | group | needs the wheel | table row: interpreter, CPU,
 # dependency set ("-": no row). Longest first; cold and warm times are in
 # docs/platforms.md. ARRAYSELECT_MATRIX_JOBS (the same lines) replaces the table: the
@@ -61,7 +62,7 @@ for entry in "${JOBS[@]}"; do
   [ $# -eq 0 ] || [[ $wanted == *" $job "* ]] || continue
   if [[ $skip_jobs == *" $job "* ]]; then
     echo "matrix $job: not run: opted out by ARRAYSELECT_SKIP_JOBS"
-    [ "$py" = - ] || python3 scripts/ci/record.py "$job" --python "$py" --cpu "$cpu" \
+    [ "$py" = - ] || "$PY" scripts/ci/record.py "$job" --python "$py" --cpu "$cpu" \
       --deps "$deps" --status opted-out --note "ARRAYSELECT_SKIP_JOBS" > /dev/null
     continue
   fi
@@ -99,11 +100,11 @@ finish() {             # reap one finished job: its line, its time, its log, its
     # a job that exits non-zero or records nothing is failed, whatever it said
     if [ "$status" -ne 0 ] && ! grep -qs '"status": "failed"' "$rec"; then
       IFS='|' read -r _ _ _ _ py cpu deps <<< "$(printf '%s\n' "${JOBS[@]}" | grep "^$job|")"
-      python3 scripts/ci/record.py "$job" --python "$py" --cpu "$cpu" --deps "$deps" \
+      "$PY" scripts/ci/record.py "$job" --python "$py" --cpu "$cpu" --deps "$deps" \
         --status failed --seconds "${took[$job]}" --note "exit status $status (its log above)"
     elif [ "$status" -eq 0 ] && ! compgen -G "$ARRAYSELECT_MATRIX_DIR/$job*.json" > /dev/null; then
       IFS='|' read -r _ _ _ _ py cpu deps <<< "$(printf '%s\n' "${JOBS[@]}" | grep "^$job|")"
-      python3 scripts/ci/record.py "$job" --python "$py" --cpu "$cpu" --deps "$deps" \
+      "$PY" scripts/ci/record.py "$job" --python "$py" --cpu "$cpu" --deps "$deps" \
         --status failed --seconds "${took[$job]}" --note "the job recorded no result"
       status=1
     fi
@@ -134,7 +135,7 @@ total=$(($(date +%s) - total_start))
 echo "matrix: every job's wall time:"
 for job in "${!took[@]}"; do echo "  ${took[$job]} s  $job"; done | sort -rn
 echo "matrix: all jobs in $total s ($LANES lanes)"
-[ -n "${ARRAYSELECT_MATRIX_JOBS:-}" ] || python3 scripts/ci/render_matrix.py
+[ -n "${ARRAYSELECT_MATRIX_JOBS:-}" ] || "$PY" scripts/ci/render_matrix.py
 if [ ${#failed[@]} -gt 0 ]; then
   echo "matrix: failed: ${failed[*]}"
   exit 1

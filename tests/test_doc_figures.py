@@ -31,9 +31,9 @@ FIGURE = re.compile(
     r"(?<![\w.])\d[\d,]*(?:\.\d+)?\s?(?:µs|us|ms|ns|GB/s|MB/s|calls/s)(?!\w)"
     r"|(?<![\w.])\d+(?:\.\d+)?\s?[x\u00d7](?![\w-]|\s?\d)"  # not a shape: 1000 x 1000
 )
-TAG = re.compile(
-    r"\(measured: (?P<cpu>[^,()]+), load (?P<load>[0-9][^,]*), "
-    r"(?P<date>\d{4}-\d{2}-\d{2}), `(?P<command>[^`]+)`\)"
+TAG = re.compile(  # a line may break anywhere between the parts
+    r"\(measured:\s+(?P<cpu>[^,()]+),\s+load\s+(?P<load>[0-9][^,]*),\s+"
+    r"(?P<date>\d{4}-\d{2}-\d{2}),\s+`(?P<command>[^`]+)`\)"
 )
 # A block whose numbers are settings, thresholds or targets, not measurements.
 NOT_MEASURED = re.compile(r"\(not measured: [^)]+\)")

@@ -42,6 +42,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import os
 import statistics
 import sys
 import time
@@ -343,6 +344,9 @@ def environment(cp: Any) -> dict[str, Any]:
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "python": platform.python_version(),
         "machine": platform.machine(),
+        # the host's 1-minute load average and CPU: every figure says its load and machine
+        "load": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
+        "host_cpu": platform.processor() or platform.machine(),
     }
     for dist in (
         "arrayselect",
@@ -757,15 +761,16 @@ def format_table(results: dict[str, Any]) -> str:
     if not results.get("measured"):
         return f"GPU benchmarks: not measured -- {results.get('reason', 'no GPU')}"
     lines = [f"GPU benchmarks on {results.get('device')}, cupy {results.get('cupy')}"]
-    header = f"{'benchmark':62} {'median':>10} {'GB/s':>8} {'of copy':>8} {'/ where':>8}  note"
+    # where / select: the peer's time over select's, above 1 when select is faster
+    header = f"{'benchmark':62} {'median':>10} {'GB/s':>8} {'of copy':>8} {'where /':>8}  note"
     lines += [header, "-" * len(header)]
     for r in results["rows"]:
         secs = f"{r['seconds'] * 1e3:.3f} ms" if "seconds" in r else "-"
         gbps = f"{r['gbps']:.0f}" if "gbps" in r else "-"
         frac = f"{r['fraction_of_copy']:.1%}" if "fraction_of_copy" in r else "-"
-        ratio = f"{r['ratio_to_where']:.3f}" if "ratio_to_where" in r else "-"
+        ratio = f"{1 / r['ratio_to_where']:.3f}" if "ratio_to_where" in r else "-"
         if "speedup" in r:
-            ratio = f"1/{r['speedup']:.2f}"
+            ratio = f"{r['speedup']:.2f}"
         lines.append(
             f"{r['name'][:62]:62} {secs:>10} {gbps:>8} {frac:>8} {ratio:>8}  {r.get('note', '')}"
         )

@@ -11,7 +11,8 @@ sample output's caption), of the form CONTRIBUTING.md documents::
 
 that is: the CPU (or GPU) model, the load average, the date, and the command in
 backticks. A figure measured at a load above the usable cores says so in the same tag
-(``load 12 (loaded: not typical)``). Figures in a fenced code block that is a sample of a
+(``load 12 (loaded: not typical)``); a record that did not keep the load says ``load not
+recorded``. Figures in a fenced code block that is a sample of a
 command's output take their tag from its caption. A block whose numbers are settings,
 thresholds or targets rather than measurements says so instead:
 ``(not measured: the default threshold)``.
@@ -32,7 +33,7 @@ FIGURE = re.compile(
     r"|(?<![\w.])\d+(?:\.\d+)?\s?[x\u00d7](?![\w-]|\s?\d)"  # not a shape: 1000 x 1000
 )
 TAG = re.compile(  # a line may break anywhere between the parts
-    r"\(measured:\s+(?P<cpu>[^,()]+),\s+load\s+(?P<load>[0-9][^,]*),\s+"
+    r"\(measured:\s+(?P<cpu>[^,()]+),\s+load\s+(?P<load>[0-9][^,]*|not\s+recorded),\s+"
     r"(?P<date>\d{4}-\d{2}-\d{2}),\s+`(?P<command>[^`]+)`\)"
 )
 # A block whose numbers are settings, thresholds or targets, not measurements.

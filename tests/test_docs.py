@@ -23,6 +23,7 @@ import doctest
 import importlib
 import importlib.util
 import inspect
+import json
 import pkgutil
 import re
 import sys
@@ -411,3 +412,20 @@ def test_the_api_summary_lists_every_public_name_with_its_signature() -> None:
             assert signature == _plain_signature(obj), name
         else:
             assert signature == "", name
+
+
+def test_the_gpu_page_shows_ratios_as_peer_over_select() -> None:
+    """One direction on every page: the peer's time over select's (above 1: faster)."""
+    sys.path.insert(0, str(DOCS / "_ext"))
+    try:
+        import gpu_results
+    finally:
+        sys.path.remove(str(DOCS / "_ext"))
+    text = gpu_results.section()
+    record = json.loads(gpu_results.DATA.read_text())
+    sweep = [r for r in record["rows"] if r["name"].startswith("sweep 2^")]
+    assert sweep
+    for r in sweep:
+        shown = f"| {1 / r['ratio_to_where']:.3f} |"
+        assert shown in text, r["name"]
+    assert "worst ratio" not in text and "below 1" not in text

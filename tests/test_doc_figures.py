@@ -37,7 +37,7 @@ TAG = re.compile(  # a line may break anywhere between the parts
     r"(?P<date>\d{4}-\d{2}-\d{2}),\s+`(?P<command>[^`]+)`\)"
 )
 # A block whose numbers are settings, thresholds or targets, not measurements.
-NOT_MEASURED = re.compile(r"\(not measured: [^)]+\)")
+NOT_MEASURED = re.compile(r"\(not\s+measured:\s+[^)]+\)")
 # What the CPU part must name: a vendor and model family, or a GPU.
 MACHINE = re.compile(r"AMD|Intel|EPYC|Xeon|Apple|ARM|Graviton|NVIDIA|H100|H200|A100|GPU")
 

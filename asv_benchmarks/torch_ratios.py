@@ -5,16 +5,19 @@
 Each case times ``arrayselect.select`` and ``torch.where`` on the same CPU
 tensors (float32, a random bool mask), alternately, ``--repeats`` times; each
 repeat times a batch of consecutive calls lasting about 20 ms and reports the
-time per call; the table shows the medians and the ratio. The compiled case
+time per call; the table shows the medians and the ratio, torch.where's time over
+select's (above 1: select is faster). The compiled case
 compiles ``f(c, a, b) = select(c, a * 2, b) + 1`` and the same function with
 ``torch.where`` with ``torch.compile(fullgraph=True)`` and times both.
 
 Targets (issue 21):
-  * eager per call at 1, 100 and 1000 elements: select <= 1.3x torch.where
+  * eager per call at 1, 100 and 1000 elements: select <= 1.3x torch.where's time
+    (the ratio >= 0.77)
   * 10^6 float32: select >= 7x faster than torch.where alone, and >= 5x when the
     two alternate in batches of 5 calls (the "alternating" row: 5 timed calls of
     select, then 5 of torch.where, over and over; each side's time per call)
-  * under torch.compile at 10^3: select <= 1.05x torch.where compiled the same way
+  * under torch.compile at 10^3: select <= 1.05x torch.where's time compiled the same
+    way (the ratio >= 0.95)
   * graphs traced under torch.compile (a counting backend): no more than torch.where's
     for a repeated call, under dynamic=True over sizes 2 to 33, and over broadcasts
 
@@ -195,7 +198,9 @@ def main() -> None:
         f"{args.repeats} repeats, medians"
     )
     rows = []
-    sizes = [(1, "<= 1.3x"), (100, "<= 1.3x"), (1000, "<= 1.3x"), (10**6, ">= 7x"), (10**7, "info")]
+    # targets as torch.where's time over select's (above 1: select is faster); the
+    # small calls' ">= 0.77" is "at most 1.3 times torch.where's time"
+    sizes = [(1, ">= 0.77"), (100, ">= 0.77"), (1000, ">= 0.77"), (10**6, ">= 7"), (10**7, "info")]
     for n, target in sizes[:3] if args.per_call else sizes:
         c, a, b = _inputs(n)
         ours, peer = _interleaved(
@@ -210,7 +215,7 @@ def main() -> None:
                 functools.partial(torch.where, c, a, b),
                 args.repeats,
             )
-            rows.append((f"{n:>8} elements, alternating", ours, peer, ">= 5x"))
+            rows.append((f"{n:>8} elements, alternating", ours, peer, ">= 5"))
             # what the backend can reach: the kernel alone on the same memory
             views = [x.numpy() for x in (c, a, b)]
             ours, peer = _interleaved(
@@ -221,7 +226,7 @@ def main() -> None:
             rows.append((" the kernel alone, own pool", ours, peer, "info"))
     if not args.per_call:
         rows += _signature_rows(args.repeats)
-    for n, target in () if args.per_call else ((10**3, "<= 1.05x"), (10**6, "info")):
+    for n, target in () if args.per_call else ((10**3, ">= 0.95"), (10**6, "info")):
         c, a, b = _inputs(n)
         compiled_ours = torch.compile(_select, fullgraph=True)
         compiled_peer = torch.compile(_where, fullgraph=True)
@@ -231,14 +236,11 @@ def main() -> None:
             args.repeats,
         )
         rows.append((f"{n:>8} elements, torch.compile", ours, peer, target))
-    print(f"{'case':30} {'select':>11} {'torch.where':>12}  ratio")
+    print(f"{'case':30} {'select':>11} {'torch.where':>12}  torch.where / select")
     for label, ours, peer, target in rows:
-        ratio = (
-            f"select = {ours / peer:.2f}x torch.where"
-            if target.startswith("<=") or "compile" in label or peer < 1e-4
-            else f"{peer / ours:.2f}x faster"
+        print(
+            f"{label:30} {ours * 1e6:9.2f}us {peer * 1e6:10.2f}us  {peer / ours:.2f} (target {target})"
         )
-        print(f"{label:30} {ours * 1e6:9.2f}us {peer * 1e6:10.2f}us  {ratio} (target {target})")
     if args.per_call:
         return
     print(f"\n{'graphs traced under torch.compile':30} {'select':>11} {'torch.where':>12}")

@@ -13,7 +13,8 @@ call. Each result is checked against its peer's, bit for bit, before timing.
 
 Targets (the issue):
   * select_cases, 10^6, NumPy: >= 15x ``np.select``, >= 1.5x ``jax.jit(jnp.select)``
-  * select_cases, 10^7, NumPy: within 1.3x of the copy floor, the time to move
+  * select_cases, 10^7, NumPy: within 1.3x of the copy floor (printed as the floor's
+    time over select_cases', >= 0.77, as every ratio: above 1 is faster), the time to move
     its bytes (the four conds and five float32 arrays read once, the output
     written once) at ``np.copyto``'s bandwidth (read + write bytes, the better
     of one thread and one thread per core, as ``kernel_ratios.py``)
@@ -315,13 +316,14 @@ def main() -> None:
             nbytes = CASES * n + (CASES + 2) * 4 * n  # conds, choices, default, out
             floor = nbytes / max(one, many)
             for name in ("select_cases", "kernel select_cases out="):
-                ratio = t[name] / floor
-                verdict = "OK" if ratio <= 1.3 else "MISSED"
+                # the floor's time over select_cases': the share of the copy's speed
+                ratio = floor / t[name]
+                verdict = "OK" if ratio >= 1 / 1.3 else "MISSED"
                 rows.append(
                     f"{name + ' 10^7 vs the copy floor':<34} {t[name] * 1e3:9.3f} ms  "
-                    f"{ratio:6.2f}x the floor ({floor * 1e3:.3f} ms: {nbytes / 1e6:.0f} MB at "
-                    f"{max(one, many) / 1e9:.1f} GB/s) "
-                    + ("(target <= 1.3x)  " + verdict if name == "select_cases" else "(info)")
+                    f"{ratio:6.2f} of the floor's speed ({floor * 1e3:.3f} ms: "
+                    f"{nbytes / 1e6:.0f} MB at {max(one, many) / 1e9:.1f} GB/s) "
+                    + ("(target >= 0.77)  " + verdict if name == "select_cases" else "(info)")
                 )
     print("\n".join(rows))
     print(f"# load average at the end {load_average()}; repeats {args.repeats}")

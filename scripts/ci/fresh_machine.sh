@@ -5,9 +5,10 @@
 #
 # 1. Purges what CI's scripts installed or made: every Debian package that
 #    scripts/ci/system_setup.sh installed (it wrote their names, and the dependencies
-#    apt pulled in with them, to /var/lib/arrayselect-ci/installed), qemu-user's
-#    binfmt_misc entries, $ARRAYSELECT_CI_CACHE (~/.cache/arrayselect-ci: the Debian roots,
-#    the venvs of the jobs, the built CPython, the source tarballs), pip's cache.
+#    apt pulled in with them, to /var/lib/arrayselect-ci/installed), apt's downloaded
+#    .deb files, qemu-user's binfmt_misc entries, $ARRAYSELECT_CI_CACHE
+#    (~/.cache/arrayselect-ci: the Debian roots, the venvs of the jobs, the built
+#    CPython, the source tarballs), pip's cache.
 # 2. Checks that they are gone: no such package installed, no cache folder, no binfmt
 #    entry; it stops with an error if anything is left.
 # 3. Clones this repository's HEAD into a temporary folder (no .venv, no build outputs),
@@ -35,6 +36,7 @@ purge() {
       DEBIAN_FRONTEND=noninteractive apt-get purge -y -q "${present[@]}" > /dev/null
     fi
   fi
+  apt-get clean  # the downloaded .deb files too: a new machine downloads them
   for arch in aarch64 s390x; do
     [ -e "/proc/sys/fs/binfmt_misc/qemu-$arch" ] && echo -1 > "/proc/sys/fs/binfmt_misc/qemu-$arch"
   done

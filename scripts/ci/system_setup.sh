@@ -25,6 +25,10 @@ declare -A PACKAGES=(
   [binfmt-support]="registering qemu-user with binfmt_misc (update-binfmts)"
   [gcc-aarch64-linux-gnu]="cross-building the aarch64 extensions (qemu-aarch64) and the aarch64 compile test (main)"
   [gcc-s390x-linux-gnu]="cross-building the s390x extensions (qemu-s390x)"
+  # the cross compilers' C libraries: only recommended by the compilers, which
+  # --no-install-recommends leaves out
+  [libc6-dev-arm64-cross]="the aarch64 cross compiler's C library and headers"
+  [libc6-dev-s390x-cross]="the s390x cross compiler's C library and headers"
   [gcc-mingw-w64-x86-64]="compiling the extensions and the harness for Windows (cross)"
   [wine64]="running the Windows harness (cross)"
   [clang]="the kernel compiled by Clang without warnings (main: tests/test_numpy_kernel_cpu.py)"
@@ -93,6 +97,18 @@ if [ ${#missing[@]} -gt 0 ]; then
 else
   echo "system setup: every system package is installed"
 fi
+
+# Each compiler compiles and links a C file against its C library: a missing library is
+# found here, not in a job (the cross compilers only recommend theirs).
+probe=$(mktemp -d)
+printf '#include <stdio.h>\n#include <pthread.h>\nint main(void) { return puts(""); }\n' \
+  > "$probe/probe.c"
+for cc in aarch64-linux-gnu-gcc s390x-linux-gnu-gcc x86_64-w64-mingw32-gcc clang; do
+  # (an output file, not /dev/null: the mingw linker seeks in it)
+  "$cc" "$probe/probe.c" -o "$probe/probe" 2> "$probe/log" \
+    || { cat "$probe/log" >&2; cannot "$cc cannot compile and link a C file (its output is above)"; }
+done
+rm -rf "$probe"
 
 # qemu-user through binfmt_misc: the kernel runs foreign binaries in the roots with it
 if [ ! -e /proc/sys/fs/binfmt_misc/status ]; then

@@ -389,9 +389,13 @@ def _written(out: Any) -> Any:
     return out
 
 
-# torch's complex dtype of each real floating dtype (torch._prims_common's map)
-_TO_COMPLEX = {torch.float16: torch.complex32, torch.bfloat16: torch.complex64,
-               torch.float32: torch.complex64, torch.float64: torch.complex128}  # fmt: skip
+# torch's complex dtype of each real floating dtype: torch._prims_common's own map, which
+# changes between releases (bfloat16's is complex64 up to 2.14, bcomplex32 in 2.15)
+try:
+    from torch._prims_common import _real_to_complex_dtype_map as _TO_COMPLEX
+except ImportError:  # pragma: no cover - every supported torch has it
+    _TO_COMPLEX = {torch.float16: torch.complex32, torch.bfloat16: torch.complex64,
+                   torch.float32: torch.complex64, torch.float64: torch.complex128}  # fmt: skip
 
 
 def _combine_categories(higher: Any, lower: Any) -> Any:

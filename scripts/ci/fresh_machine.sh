@@ -92,7 +92,9 @@ status=$?
 set -e
 total=$((SECONDS - start))
 echo "fresh_machine: .ci/run exit status $status in $total s ($((total / 60)) min $((total % 60)) s)"
-grep -E "^system setup: done|^test.sh: .venv ready|^matrix: wheel step|^matrix [a-z0-9.-]+: finished|^matrix: all jobs|^matrix [a-z0-9.-]+: (run|failed|compiled|not run)" "$log" || true
+# the steps' times, each job's result line (printed inside its log) and time
+grep -E "^system setup: done|^test.sh: .venv ready|^matrix: wheel step|^  [a-z0-9._-]+\| matrix [a-z0-9._-]+: (run|failed|compiled|skipped|opted-out) " "$log" \
+  | sed -E 's/^  [a-z0-9._-]+\| //' || true
 sed -n '/^matrix: every job/,/^matrix: all jobs/p' "$log"
 cp "$clone/arrayselect/docs/platform_matrix.inc" "${log%.log}.platform_matrix.inc" 2> /dev/null || true
 rm -rf "$clone"

@@ -38,6 +38,7 @@ from dask.array import utils as _da_utils
 
 import arrayselect
 from arrayselect.plugin import (
+    PYTHON_SCALARS,
     Backend,
     NumpyDtypes,
     SelectPlan,
@@ -181,7 +182,7 @@ class DaskBackend(NumpyDtypes, Backend):
         f2: Any,
         fill_value: Any,
     ) -> Any:
-        scalar = fill_value is None or type(fill_value) in (bool, int, float, complex)
+        scalar = fill_value is None or type(fill_value) in PYTHON_SCALARS
         operands = [cond, *args] if scalar else [cond, *args, fill_value]
         return _family_layer(
             _apply_where_block,

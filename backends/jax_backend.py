@@ -43,6 +43,7 @@ from arrayselect.plugin import (
     SelectShapeError,
     Shape,
     SignatureCache,
+    checked_fill,
     register_cache,
     same_dim,
 )
@@ -585,7 +586,7 @@ class JaxBackend(Backend):
         if f2 is not None:
             fill_value = f2(*(jnp.where(cond, one, a) for a, one in zip(args, ones, strict=True)))
         elif type(fill_value) in PYTHON_SCALARS:  # the core's range check (no wrapping)
-            fill_value = self._fill_scalar(taken, fill_value)[0]
+            fill_value = checked_fill(self, taken, fill_value)[0]
         return jnp.where(cond, taken, fill_value)
 
 

@@ -791,7 +791,7 @@ def test_out_verdict_not_cached_for_another_out_layout() -> None:
                 assert asel.select(c, a, -a, out=out) is out
             assert len(calls) == expected_calls
     finally:
-        numpy_fast.fast_path(backend)
+        numpy_fast.fast_path(backend, True)  # the backend's own configuration again
         numpy_fast.clear_cache()
 
 

@@ -12,6 +12,7 @@ import cupy
 import numpy as np
 
 from arrayselect.plugin import (
+    PYTHON_SCALARS,
     Backend,
     Decision,
     FastPath,
@@ -20,6 +21,8 @@ from arrayselect.plugin import (
     SelectPlan,
     Shape,
     SignatureCache,
+    generic_select_cases,
+    generic_select_n,
     index_error,
     register_cache,
 )
@@ -324,7 +327,7 @@ class CupyBackend(NumpyDtypes, Backend):
         written, so ``out`` is left untouched.
         """
         if len(cases) > ck.SELECT_N_MAX_CASES:
-            return super().select_n(which, cases, shape, out)
+            return generic_select_n(self, which, cases, shape, out)
         return _on_device(int(which.data.device_id), self._select_n, which, cases, shape, out)
 
     def _select_n(self, which: Any, cases: tuple[Any, ...], shape: Shape, out: Any) -> Any:
@@ -354,7 +357,7 @@ class CupyBackend(NumpyDtypes, Backend):
         for this condition count and these condition item sizes (see :mod:`.kernels`).
         """
         if len(conds) > ck.SELECT_CASES_MAX_CONDS:
-            return super().select_cases(conds, choices, default, shape)
+            return generic_select_cases(self, conds, choices, default, shape)
         device = int(default.data.device_id)
         return _on_device(device, self._select_cases, conds, choices, default, shape)
 
@@ -509,7 +512,7 @@ def _into(
 
 def _raw_operand(x: Any, aligned: Shape | None, dtype: Any, raw: np.dtype[Any]) -> Any:
     """``x`` as its raw view (CuPy array) or raw NumPy scalar (Python scalar)."""
-    if type(x) in (bool, int, float, complex):
+    if type(x) in PYTHON_SCALARS:
         if raw.itemsize == 16:
             return _device_scalar(x, dtype)
         return np.asarray(x, dtype=dtype).view(raw)[()]

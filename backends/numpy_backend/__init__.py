@@ -78,7 +78,13 @@ class NumpyBackend(NumpyDtypes, Backend):
 
     def fast_path(self) -> FastPath:
         if KERNEL_MISSING is None:
-            return _fast_path.fast_path(self)
+            # a subclass that reads shapes or out's memory another way keeps C from
+            # caching out's layout
+            memory_layout = (
+                type(self).out_layout is NumpyBackend.out_layout
+                and type(self).shape is NumpyBackend.shape
+            )
+            return _fast_path.fast_path(self, memory_layout)
         cache = SignatureCache(self, (np.ndarray,), self._run)
         register_cache("numpy_backend.fast_path", lambda: (len(cache), cache.maxsize))
         return cache.fast_path()

@@ -8,9 +8,9 @@ do the work: ``np.choose`` (which
 finds an index out of range in its own pass) for ``select_n``, and
 ``np.select``'s algorithm (one masked ``np.copyto`` per condition, from the last
 to the first) for ``select_cases``. ``apply_where`` is the eager algorithm of
-:meth:`arrayselect.plugin.Backend.apply_where` with NumPy's own calls (its
-portable form reaches NumPy through ``array_api_compat``, which costs a small
-call more than the work), reading and writing the mask's elements by flat
+the core's generic ``apply_where`` (:mod:`arrayselect._generic`) with NumPy's own
+calls (the generic one reaches NumPy through ``array_api_compat``, which costs a
+small call more than the work), reading and writing the mask's elements by flat
 position.
 """
 
@@ -21,8 +21,7 @@ from typing import Any, Final
 
 import numpy as np
 
-import arrayselect
-from arrayselect.plugin import Shape, fill_scalar, index_error, register_cache
+from arrayselect.plugin import PYTHON_SCALARS, Shape, fill_scalar, index_error, register_cache
 
 from .kernel import KERNEL_MISSING
 from .numpy_route import warn_kernel_missing
@@ -54,7 +53,6 @@ if KERNEL_MISSING is None:  # a build without the kernel runs NumPy's functions 
 #: Whether the compiled kernel runs the family (else NumPy's functions do).
 HAVE_KERNEL: Final = KERNEL_MISSING is None
 
-_SCALARS: Final = (bool, int, float, complex)
 
 # np.choose takes at most this many choices (NumPy's NPY_MAXARGS).
 _CHOOSE_MAX: Final = 64
@@ -152,9 +150,11 @@ def select_n(
             raise index_error(int(exc.args[0]), n) from None
     warn_kernel_missing()
     if which.dtype == np.bool_:
-        return arrayselect.select(
-            which, cases[1], cases[0], cond_broadcast="multidirectional", out=out
-        )
+        chosen = np.where(which, cases[1], cases[0])  # new memory: out may alias a case
+        if out is None:
+            return chosen
+        np.copyto(out, chosen)
+        return out
     if n > _CHOOSE_MAX:
         if _any_out_of_range(which, n):
             raise index_error(_first_bad(which, n), n)
@@ -257,7 +257,7 @@ def apply_where(
     else:
         taken = f1(*[_take(cond, a, where) for a in args])
     if f2 is None:
-        if type(fill_value) not in _SCALARS:
+        if type(fill_value) not in PYTHON_SCALARS:
             dtype = _promote(backend, taken, fill_value)
             filled: np.ndarray = fill_value.astype(dtype, copy=True)
             put_at(filled, where[0] if where else positions(cond), taken)
@@ -307,7 +307,7 @@ def _promote(backend: Any, taken: Any, other: Any) -> Any:
     key = (
         type(backend).result_type,
         taken.dtype,
-        type(other) if type(other) in _SCALARS else other.dtype,
+        type(other) if type(other) in PYTHON_SCALARS else other.dtype,
     )
     try:
         return _promoted[key]  # not .get(): see arrayselect._caches

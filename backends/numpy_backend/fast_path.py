@@ -67,17 +67,14 @@ def _make_miss(backend: Any) -> Callable[..., Any]:
     return miss
 
 
-def fast_path(backend: Any) -> FastPath:
-    """The compiled fast path for ``np.ndarray`` conds, serving ``backend``."""
-    from . import NumpyBackend  # the package imports this module first
+def fast_path(backend: Any, memory_layout: bool) -> FastPath:
+    """The compiled fast path for ``np.ndarray`` conds, serving ``backend``.
 
+    ``memory_layout`` says whether ``backend``'s ``shape`` and ``out_layout`` report
+    ``out``'s own shape, writeable flag, strides and item size, which C reads
+    directly: only then may C cache ``check_out``'s verdict.
+    """
     check_out = functools.partial(check_out_layout, backend)
-    # C may cache check_out's verdict only when shape and out_layout report out's
-    # own shape, writeable flag, strides and item size, which C reads directly.
-    memory_layout = (
-        type(backend).out_layout is NumpyBackend.out_layout
-        and type(backend).shape is NumpyBackend.shape
-    )
     _k.configure(_make_miss(backend), select_positional, check_out, memory_layout)
     return FastPath((np.ndarray,), _k.fast_select)
 

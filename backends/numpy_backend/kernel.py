@@ -27,11 +27,12 @@ look at.
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import os
 import sys
 from typing import Any
 
-from arrayselect.plugin import MAX_THREADS, on_settings_change
+from arrayselect.plugin import MAX_THREADS, on_settings_change, set_num_threads
 
 try:
     _k: Any = importlib.import_module("arrayselect.backends.numpy_backend._select_kernel")
@@ -309,14 +310,10 @@ def register_threadpoolctl() -> None:
             return int(self.dynlib.arrayselect_get_num_threads())
 
         def set_num_threads(self, num_threads: int) -> None:
-            import arrayselect
-
-            arrayselect.set_num_threads(max(1, min(int(num_threads), MAX_THREADS)))
+            set_num_threads(max(1, min(int(num_threads), MAX_THREADS)))
 
         def get_version(self) -> str:
-            import arrayselect
-
-            return str(arrayselect.__version__)
+            return importlib.metadata.version("arrayselect")
 
     threadpoolctl.register(ArraySelectController)
     _threadpoolctl_registered = True

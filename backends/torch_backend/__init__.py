@@ -63,6 +63,8 @@ from arrayselect.plugin import (
     SelectPlan,
     Shape,
     SignatureCache,
+    generic_select_cases,
+    generic_select_n,
     get_num_threads,
     num_threads_chosen,
     on_import,
@@ -687,7 +689,7 @@ class TorchBackend(Backend):
 
         return FastPath(_ARRAY_TYPES, fast)
 
-    # -- the select family: the core's portable defaults, on array_api_compat's torch
+    # -- the select family: the core's generic algorithms, on array_api_compat's torch
     # namespace (torch functions: autograd and torch.compile follow them).
 
     def namespace(self, *arrays: Any) -> ModuleType:
@@ -708,10 +710,10 @@ class TorchBackend(Backend):
         if not self._kernel_eligible(math.prod(shape), operands):  # type: ignore[arg-type]
             raw = _WHERE_AS.get(cases[0].dtype)
             if raw is None:
-                return super().select_n(which, cases, shape, out)
+                return generic_select_n(self, which, cases, shape, out)
             # no where kernel for the dtype here: the same selection on the bits
-            bits = super().select_n(
-                which, tuple(c.view(raw) for c in cases), shape, _view(out, raw)
+            bits = generic_select_n(
+                self, which, tuple(c.view(raw) for c in cases), shape, _view(out, raw)
             )
             return bits.view(cases[0].dtype) if out is None else out
         result = _empty(shape, None, cases[0].dtype) if out is None else out
@@ -733,10 +735,13 @@ class TorchBackend(Backend):
         if not self._kernel_eligible(math.prod(shape), (*conds, *choices, default)):  # type: ignore[arg-type]
             raw = _WHERE_AS.get(default.dtype)
             if raw is None:
-                return super().select_cases(conds, choices, default, shape)
+                return generic_select_cases(self, conds, choices, default, shape)
             # no where kernel for the dtype here: the same selection on the bits
             views = tuple(c.view(raw) for c in choices)
-            return super().select_cases(conds, views, default.view(raw), shape).view(default.dtype)
+            views_default = default.view(raw)
+            return generic_select_cases(self, conds, views, views_default, shape).view(
+                default.dtype
+            )
         result = _empty(shape, None, default.dtype)
         with self._profiled("arrayselect::select_cases"):
             numpy_select_cases(

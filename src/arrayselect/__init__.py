@@ -34,9 +34,8 @@ from arrayselect._settings import (
     set_pool_limit,
 )
 from arrayselect._shapes import COND_BROADCASTS, MODES, select_shape
+from arrayselect._version import __version__
 from arrayselect._where import where
-
-__version__ = "0.1.0"
 
 __all__ = [
     "COND_BROADCASTS",

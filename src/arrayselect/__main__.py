@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from arrayselect import __version__
 from arrayselect._selfcheck import run_selfcheck
+from arrayselect._version import __version__
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,14 +12,18 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Hashable, Sequence
 from types import ModuleType
-from typing import Any, Literal, NamedTuple
+from typing import Any, Final, Literal, NamedTuple
 
 import array_api_compat as compat
 
-from arrayselect._errors import SelectValueError, index_error
+from arrayselect._errors import SelectValueError
 from arrayselect._shapes import SelectPlan, Shape
 
-__all__ = ["DTYPE_KINDS", "Backend", "DtypeKind", "OutLayout"]
+__all__ = ["DTYPE_KINDS", "PYTHON_SCALARS", "Backend", "DtypeKind", "OutLayout"]
+
+#: The Python scalar types that may stand for an array operand (exact types only), in
+#: the order in which they promote (bool < int < float < complex).
+PYTHON_SCALARS: Final = (bool, int, float, complex)
 
 DtypeKind = Literal["bool", "int", "uint", "float", "complex"]
 
@@ -222,7 +226,7 @@ class Backend(abc.ABC):
         Python scalars) in the library: the promotion of its Array API namespace.
         Raises when it does not promote them.
         """
-        arrays = [x for x in (x1, x2) if type(x) not in (bool, int, float, complex)]
+        arrays = [x for x in (x1, x2) if type(x) not in PYTHON_SCALARS]
         return compat.array_namespace(*arrays).result_type(x1, x2)
 
     def astype(self, x: Any, dtype: Any) -> Any:
@@ -252,11 +256,12 @@ class Backend(abc.ABC):
         return None
 
     # -- the select family (select_n, select_cases, apply_where) ----------------------
-    # Portable defaults built from the standard's functions, so that a plugin serves
-    # the family without writing anything; backends override them to fuse.
+    # What the core's generic algorithms (arrayselect._generic) ask, so that a plugin
+    # serves the family without writing anything; a backend sets the hooks below
+    # where it fuses.
 
     def namespace(self, *arrays: Any) -> ModuleType:
-        """The Array API namespace of ``arrays``, for the defaults below."""
+        """The Array API namespace of ``arrays``, for the generic algorithms."""
         return compat.array_namespace(*arrays)
 
     def traced(self, x: Any) -> bool:
@@ -296,159 +301,35 @@ class Backend(abc.ABC):
         the default (arrays, or Python scalars standing for their type): the standard's
         ``result_type`` unless the library has a ``select`` of its own.
         """
-        arrays = [x for x in values if type(x) not in (bool, int, float, complex)]
+        arrays = [x for x in values if type(x) not in PYTHON_SCALARS]
         return self.namespace(*arrays).result_type(*values)
 
     def broadcast_to(self, x: Any, shape: Shape) -> Any:
         """``x`` broadcast to ``shape`` (a view where the library has them)."""
         return self.namespace(x).broadcast_to(x, shape)
 
-    def select_n(self, which: Any, cases: tuple[Any, ...], shape: Shape, out: Any) -> Any:
-        """Run ``select_n`` on validated inputs: ``cases[which]`` element by element.
+    #: The backend's own ``select_n(which, cases, shape, out)`` on validated inputs, or
+    #: ``None`` for the core's generic one (:func:`arrayselect.plugin.generic_select_n`:
+    #: chained ``xp.where`` after an index check). ``which`` is boolean (then exactly
+    #: two cases) or integer; the cases are arrays of one dtype; all broadcast to
+    #: ``shape``. An index outside ``[0, len(cases))`` raises
+    #: :func:`~arrayselect.plugin.index_error` before anything is written.
+    select_n: Callable[[Any, tuple[Any, ...], Shape, Any], Any] | None = None
 
-        ``which`` is boolean (then exactly two cases) or integer; the cases are
-        arrays of one dtype; all broadcast to ``shape``. An index outside
-        ``[0, len(cases))`` raises :func:`index_error` before anything is written
-        (eager libraries). The default checks the indices, then chains ``xp.where``.
-        """
-        xp = self.namespace(which, *cases)
-        n = len(cases)
-        if self.dtype_kind(which.dtype) == "bool":
-            result = xp.where(which, cases[1], cases[0])
-        else:
-            low, high = self.int_range(which.dtype)
-            # No values to check (a trace, a meta tensor): indices are clamped.
-            traced = self.traced(which) or self.data_free(which)
-            if traced:  # clamped by where: torch 2.8's Dynamo cannot trace compat's clip
-                which = xp.where(which < 0, xp.zeros_like(which), which)
-                which = xp.where(which > n - 1, xp.full_like(which, n - 1), which)
-            # Only ==: some libraries cannot order every integer dtype (PyTorch uint64).
-            # Indices beyond the dtype's range cannot occur: those cases are unreachable.
-            masks = [which == k for k in range(min(n, high + 1))]
-            if not traced and (low < 0 or n <= high) and 0 not in which.shape:
-                hit = None
-                try:  # one reduction over the indices; the masks name the bad value
-                    bad = (low < 0 and bool(xp.min(which) < 0)) or (
-                        n <= high and bool(xp.max(which) >= n)
-                    )
-                except (RuntimeError, TypeError, NotImplementedError):
-                    # no reductions for this dtype (PyTorch uint64): ask the masks
-                    hit = self._any(xp, masks)
-                    bad = not bool(xp.all(hit))
-                if bad and not self.mask_indexing(which):
-                    # No boolean indexing: name the extreme index instead of the first.
-                    low_bad = low < 0 and bool(xp.min(which) < 0)
-                    raise index_error(int(xp.min(which) if low_bad else xp.max(which)), n)
-                if bad:
-                    miss = xp.logical_not(self._any(xp, masks) if hit is None else hit)
-                    try:
-                        found = which[miss]
-                    except (RuntimeError, TypeError, NotImplementedError):
-                        # no boolean indexing for this dtype (uint64 on PyTorch 2.6 and
-                        # 2.8, at least): the first miss by its flattened position
-                        flat = xp.reshape(miss, (-1,))
-                        first = int(xp.argmax(xp.astype(flat, xp.int8)))
-                        found = xp.reshape(which, (-1,))[first : first + 1]
-                    if found.shape[0]:
-                        raise index_error(int(found[0]), n)
-            result = cases[len(masks) - 1]
-            for k in reversed(range(len(masks) - 1)):
-                result = xp.where(masks[k], cases[k], result)
-            if len(masks) == 1:
-                result = xp.where(masks[0], result, result)  # broadcast with which
-        return self.write_out(result, out)
+    #: The backend's own ``select_cases(conds, choices, default, shape)`` on validated
+    #: inputs, or ``None`` for :func:`arrayselect.plugin.generic_select_cases`.
+    #: ``conds`` are boolean or integer (nonzero is true); the choices and the default
+    #: are arrays of the output dtype; all broadcast to ``shape``.
+    select_cases: Callable[[tuple[Any, ...], tuple[Any, ...], Any, Shape], Any] | None = None
 
-    @staticmethod
-    def _any(xp: ModuleType, masks: list[Any]) -> Any:
-        """Where any of ``masks`` is true."""
-        hit = masks[0]
-        for mask in masks[1:]:
-            hit = xp.logical_or(hit, mask)
-        return hit
-
-    def select_cases(
-        self, conds: tuple[Any, ...], choices: tuple[Any, ...], default: Any, shape: Shape
-    ) -> Any:
-        """Run ``select_cases`` on validated inputs: the choice of the first true
-        condition, ``default`` where none is.
-
-        ``conds`` are boolean or integer (nonzero is true); the choices and the
-        default are arrays of the output dtype; all broadcast to ``shape``. The
-        default chains ``xp.where`` from the last condition to the first.
-        """
-        xp = self.namespace(*conds, *choices, default)
-        result = default
-        for cond, choice in zip(reversed(conds), reversed(choices), strict=True):
-            if self.dtype_kind(cond.dtype) != "bool":
-                cond = cond != 0
-            result = xp.where(cond, choice, result)
-        return result
-
-    def apply_where(
-        self,
-        cond: Any,
-        args: tuple[Any, ...],
-        f1: Callable[..., Any],
-        f2: Callable[..., Any] | None,
-        fill_value: Any,
-    ) -> Any:
-        """Run ``apply_where`` on validated inputs, broadcast to one shape.
-
-        ``f1`` gets the elements of ``args`` where ``cond`` is true, ``f2`` (or
-        ``fill_value``) fills the rest. The default is array-api-extra's eager
-        algorithm: boolean indexing, so each function sees only its own elements,
-        and the result dtype is the library's promotion of the two sides. Where
-        arrays take no boolean indexing (:meth:`mask_indexing`: traced, meta, or a
-        library without it): the double where, as JAX's backend does, both sides
-        computed on every element (ones where not taken) and joined by
-        :func:`arrayselect.where`.
-        """
-        if not self.mask_indexing(cond):
-            from arrayselect._where import where  # _where imports this module
-
-            # The double where: each function sees ones where it is not taken, so its
-            # values there (inf, NaN) never reach the result, and the inner where gives
-            # the untaken elements an exact zero gradient.
-            xp = self.namespace(cond, *args)
-            ones = [xp.ones_like(a) for a in args]
-            values = f1(*(xp.where(cond, a, one) for a, one in zip(args, ones, strict=True)))
-            if f2 is not None:
-                other = f2(*(xp.where(cond, one, a) for a, one in zip(args, ones, strict=True)))
-            elif type(fill_value) in (bool, int, float, complex):
-                other = self._fill_scalar(values, fill_value)[0]
-            else:
-                other = fill_value
-            return where(cond, values, other)
-        xp = self.namespace(cond, *args)
-        where = self.positions(cond)
-        taken = f1(*(self.take_at(a, where) for a in args))
-        if f2 is None:
-            if type(fill_value) in (bool, int, float, complex):
-                value, dtype = self._fill_scalar(taken, fill_value)
-                result = xp.full_like(cond, value, dtype=dtype)
-            else:
-                dtype = self.result_type(taken, fill_value)
-                result = xp.astype(fill_value, dtype, copy=True)
-        else:
-            elsewhere = self.positions(xp.logical_not(cond))
-            other = f2(*(self.take_at(a, elsewhere) for a in args))
-            result = xp.empty_like(cond, dtype=self.result_type(taken, other))
-            self.put_at(result, elsewhere, _cast(xp, other, result.dtype))
-        # cast first: PyTorch's index_put refuses values of another dtype
-        self.put_at(result, where, _cast(xp, taken, result.dtype))
-        return result
-
-    def _fill_scalar(self, taken: Any, value: Any) -> tuple[Any, Any]:
-        """A Python-scalar ``fill_value`` checked by the core's rule for the result
-        dtype (:func:`arrayselect._validate.fill_scalar`), and that dtype.
-        """
-        from arrayselect._validate import fill_scalar  # _validate imports this module
-
-        # A Python scalar promotes by its type (the standard's rule), so a zero of it
-        # gives the dtype: array-api-strict's result_type raises its own OverflowError
-        # for a value out of range, where fill_scalar says why.
-        dtype = self.result_type(taken, type(value)(0))
-        return fill_scalar(self, value, dtype), dtype
+    #: The backend's own ``apply_where(cond, args, f1, f2, fill_value)`` on validated
+    #: inputs broadcast to one shape, or ``None`` for the core's generic algorithm
+    #: (boolean indexing through :meth:`positions`, :meth:`take_at` and
+    #: :meth:`put_at`, or the double where where :meth:`mask_indexing` says no).
+    apply_where: (
+        Callable[[Any, tuple[Any, ...], Callable[..., Any], Callable[..., Any] | None, Any], Any]
+        | None
+    ) = None
 
     # How apply_where reads and writes the elements of a boolean mask, in C order.
     # The standard's way is boolean indexing; a backend with faster primitives
@@ -481,8 +362,3 @@ class Backend(abc.ABC):
                 f"out cannot be written in place: {type(exc).__name__}: {exc}"
             ) from exc
         return out
-
-
-def _cast(xp: ModuleType, x: Any, dtype: Any) -> Any:
-    """``x`` with ``dtype`` (a promotion's result: a safe cast), itself if it has it."""
-    return x if x.dtype == dtype else xp.astype(x, dtype)

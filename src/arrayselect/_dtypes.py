@@ -13,7 +13,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from arrayselect._backend import DtypeKind
+from arrayselect._backend import PYTHON_SCALARS, DtypeKind
 from arrayselect._caches import register_cache
 
 __all__ = [
@@ -48,7 +48,7 @@ SPEC_DTYPES: tuple[str, ...] = (
 #: What NumPy makes of each Python scalar type (``np.asarray(0)`` and kin):
 #: the default dtypes of NumPy and of the libraries that follow it (CuPy, Dask).
 NUMPY_DEFAULT_DTYPES: Final[dict[type, np.dtype[Any]]] = {
-    t: np.asarray(t(0)).dtype for t in (bool, int, float, complex)
+    t: np.asarray(t(0)).dtype for t in PYTHON_SCALARS
 }
 
 _NUMPY_KINDS: Final[dict[str, DtypeKind]] = {

@@ -4,9 +4,10 @@ Each function validates its call here, once, with the rules ``select`` uses
 (the same library resolution, dtype kinds, Python-scalar rule, NumPy
 broadcasting, device and ``out`` checks, from :mod:`arrayselect._validate` and
 :mod:`arrayselect._shapes`), and then hands arrays that are known to be valid
-to the backend's :meth:`~arrayselect.plugin.Backend.select_n`,
-:meth:`~arrayselect.plugin.Backend.select_cases` or
-:meth:`~arrayselect.plugin.Backend.apply_where`. Only what depends on values
+to the backend's own :attr:`~arrayselect.plugin.Backend.select_n`,
+:attr:`~arrayselect.plugin.Backend.select_cases` or
+:attr:`~arrayselect.plugin.Backend.apply_where`, or to the core's generic
+algorithm (:mod:`arrayselect._generic`) where it has none. Only what depends on values
 is left to the backend: an index out of range in ``select_n``, which an eager
 backend finds in its pass over the data and reports with
 :func:`~arrayselect.plugin.index_error`.
@@ -18,6 +19,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from arrayselect import _family_memo as _memo
+from arrayselect import _generic
 from arrayselect._backend import Backend
 from arrayselect._errors import SelectCallbackError, SelectTypeError, SelectValueError
 from arrayselect._registry import library_of, resolve_inputs
@@ -41,7 +43,6 @@ __all__ = ["apply_where", "select_cases", "select_n"]
 
 _MASK_KINDS: Final = ("bool", "int", "uint")
 # A Python scalar stands for its type in promotion (never its value: NEP 50).
-_SCALAR_KINDS: tuple[type, ...] = (bool, int, float, complex)
 _ZEROS: Final[dict[type, Any]] = {bool: False, int: 0, float: 0.0, complex: 0j}
 _LIFT: Final[dict[str, type]] = {"int": int, "uint": int, "float": float, "complex": complex}
 
@@ -146,7 +147,17 @@ def select_n(which: Any, *cases: Any, out: Any = None) -> Any:
     operands = (which, *cases) if out is None else (which, *cases, out)
     kind = "select_n" if out is None else "select_n out"
     _memo.remember(kind, backend, operands, cases, compared, shape, dtype, ranges, like)
-    return backend.select_n(which, ready, shape, out)
+    return _run_select_n(backend, which, ready, shape, out)
+
+
+def _run_select_n(
+    backend: Backend, which: Any, cases: tuple[Any, ...], shape: Shape, out: Any
+) -> Any:
+    """The backend's own ``select_n`` on validated inputs, or the generic one."""
+    own = backend.select_n
+    if own is None:
+        return _generic.select_n(backend, which, cases, shape, out)
+    return own(which, cases, shape, out)
 
 
 def _select_n_decided(memo: _memo.Memo, which: Any, cases: tuple[Any, ...], out: Any) -> Any:
@@ -160,7 +171,7 @@ def _select_n_decided(memo: _memo.Memo, which: Any, cases: tuple[Any, ...], out:
             x if rng is None else make(x, memo.dtype, like)
             for x, rng in zip(values, memo.plans, strict=True)
         )
-    return memo.backend.select_n(which, cases, memo.shape, out)
+    return _run_select_n(memo.backend, which, cases, memo.shape, out)
 
 
 def select_cases(condlist: Any, choicelist: Any, default: Any = 0, /) -> Any:
@@ -235,7 +246,7 @@ def select_cases(condlist: Any, choicelist: Any, default: Any = 0, /) -> Any:
         # Only Python scalars: the library's default dtype of the highest kind among
         # them (what np.select, jnp.select and torch give); the conditions name the
         # library, whose namespace needs an array to promote.
-        top = max((type(x) for x in promoted), key=_SCALAR_KINDS.index)
+        top = max((type(x) for x in promoted), key=PYTHON_SCALARS.index)
         promoted = [backend.namespace(*[c for _, c in conds]).asarray(top(0))]
     try:
         dtype = backend.promote(promoted)
@@ -285,7 +296,11 @@ def _select_cases_decided(memo: _memo.Memo, operands: tuple[Any, ...], n: int) -
             name = f"choicelist[{i - n}]" if i < len(operands) - 1 else "default"
             x = check_scalar(plan.rng, name, x, dtype, "the result")
             ready[i] = backend.scalar_array(x, dtype, operands[memo.like])
-    return backend.select_cases(tuple(ready[:n]), tuple(ready[n:-1]), ready[-1], memo.shape)
+    conds, choices, default = tuple(ready[:n]), tuple(ready[n:-1]), ready[-1]
+    own = backend.select_cases
+    if own is None:
+        return _generic.select_cases(backend, conds, choices, default, memo.shape)
+    return own(conds, choices, default, memo.shape)
 
 
 def apply_where(
@@ -369,13 +384,12 @@ def apply_where(
         ready = tuple(broadcast[: len(ready)])
         if filled:
             fill_value = broadcast[-1]
-    return backend.apply_where(
-        cond,
-        tuple(ready),
-        _checked("f1", f1, backend),
-        None if filled else _checked("f2", f2, backend),  # type: ignore[arg-type]
-        fill_value,
-    )
+    checked1 = _checked("f1", f1, backend)
+    checked2 = None if f2 is None else _checked("f2", f2, backend)
+    own = backend.apply_where
+    if own is None:
+        return _generic.apply_where(backend, cond, tuple(ready), checked1, checked2, fill_value)
+    return own(cond, tuple(ready), checked1, checked2, fill_value)
 
 
 # The memo's kind of an apply_where call, per (args is a tuple, fill_value given):

@@ -29,10 +29,9 @@ from typing import Any, NamedTuple, NoReturn
 
 import array_api_compat as compat
 
-from arrayselect._backend import Backend
+from arrayselect._backend import PYTHON_SCALARS, Backend
 from arrayselect._caches import register_cache
 from arrayselect._errors import SelectTypeError
-from arrayselect._validate import PYTHON_SCALARS
 
 __all__ = [
     "ENTRY_POINT_GROUP",

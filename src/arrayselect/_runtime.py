@@ -18,8 +18,10 @@ from typing import TypedDict
 
 import numpy as np
 
+from arrayselect._fastpath import FASTCALL_MISSING
 from arrayselect._registry import active_backend
 from arrayselect._settings import get_num_threads, get_pool_limit, num_threads_chosen
+from arrayselect._version import __version__
 
 __all__ = ["KernelInfo", "RuntimeInfo", "TorchInfo", "runtime_info", "show_runtime"]
 
@@ -116,13 +118,12 @@ def runtime_info() -> RuntimeInfo:
     >>> info["kernel"]["built"] == (info["kernel"]["missing"] is None)
     True
     """
-    import arrayselect
-    from arrayselect._fastpath import FASTCALL_MISSING
-    from arrayselect.backends.numpy_backend import kernel
-
+    # The NumPy backend loads with the package; read, not imported: the core imports
+    # no backend (they are found by name, as the registry finds them).
+    kernel = sys.modules["arrayselect.backends.numpy_backend.kernel"]
     isa = kernel.isa_info()
     return {
-        "arrayselect": arrayselect.__version__,
+        "arrayselect": __version__,
         "python": platform.python_version(),
         "platform": f"{platform.system()} {platform.machine()} ({platform.platform()})",
         "numpy": np.__version__,

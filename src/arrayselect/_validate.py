@@ -15,7 +15,7 @@ from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from arrayselect._backend import Backend, DtypeKind
+from arrayselect._backend import PYTHON_SCALARS, Backend, DtypeKind
 from arrayselect._caches import register_cache
 from arrayselect._errors import (
     ScalarOverflowError,
@@ -48,8 +48,6 @@ __all__ = [
 
 PyScalar = bool | int | float | complex
 
-#: The Python scalar types that may stand for ``then`` or ``else`` (exact types only).
-PYTHON_SCALARS: Final = (bool, int, float, complex)
 
 _SCALAR_KIND: Final[dict[type, str]] = {
     bool: "bool",

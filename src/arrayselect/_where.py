@@ -71,7 +71,6 @@ class _Promotion(NamedTuple):
 _promotions: dict[Hashable, _Promotion] = {}
 _tracing_checks = _registry.tracing_checks
 _portable_forced = _registry.portable_forced
-_SCALAR_ORDER: Final = (bool, int, float, complex)
 _ZEROS: Final[dict[type, Any]] = {bool: False, int: 0, float: 0.0, complex: 0j}
 
 
@@ -210,7 +209,7 @@ def _decide(key: Hashable | None, condition: Any, x1: Any, x2: Any) -> _Promotio
         # The standard leaves two scalars out; NumPy, PyTorch and JAX take them and
         # give the library's default dtype of the higher kind (bool < int < float <
         # complex), which select gives two scalars of that kind.
-        higher = max(type(x1), type(x2), key=_SCALAR_ORDER.index)
+        higher = max(type(x1), type(x2), key=PYTHON_SCALARS.index)
         dtype = backend.default_dtype(higher, condition)
         return _Promotion(
             backend,

@@ -19,9 +19,13 @@ this module, and so can a plugin (see ``docs/plugins.md``):
 * helpers for libraries with NumPy dtypes (:class:`NumpyDtypes`, the dtype queries
   of a backend whose arrays carry NumPy dtypes, built on :func:`numpy_dtype_kind`, ...) and
   symbolic shapes (:func:`same_dim`);
-* :func:`index_error`, the error a backend's ``select_n`` raises for an index out
-  of range (the select family's methods of :class:`Backend` have portable
-  defaults; a backend overrides them to fuse);
+* the select family: :func:`index_error`, the error a backend's ``select_n``
+  raises for an index out of range; the core's generic algorithms
+  (:func:`generic_select_n`, :func:`generic_select_cases`), which serve a
+  backend that leaves :attr:`Backend.select_n` or :attr:`Backend.select_cases`
+  ``None`` and which one that fuses some calls runs for the rest; and
+  :func:`checked_fill`, ``apply_where``'s Python-scalar ``fill_value`` checked
+  for the result dtype;
 * :func:`register_backend` and :func:`active_backend`; :func:`on_import`, for what must
   follow a library's import without importing it (the torch backend's registration
   with ``torch._dynamo``, a second of import that only ``torch.compile`` needs).
@@ -55,6 +59,9 @@ from arrayselect._errors import (
     index_error,
 )
 from arrayselect._fastpath import Run, SignatureCache
+from arrayselect._generic import checked_fill
+from arrayselect._generic import select_cases as generic_select_cases
+from arrayselect._generic import select_n as generic_select_n
 from arrayselect._import_hook import on_import
 from arrayselect._registry import (
     ENTRY_POINT_GROUP,
@@ -64,7 +71,7 @@ from arrayselect._registry import (
     register_backend,
 )
 from arrayselect._select import Validated, select_general, select_positional, validate
-from arrayselect._settings import MAX_THREADS, get_num_threads, num_threads_chosen
+from arrayselect._settings import MAX_THREADS, get_num_threads, num_threads_chosen, set_num_threads
 from arrayselect._settings import on_change as on_settings_change
 from arrayselect._shapes import SelectPlan, Shape, make_plan, same_dim
 from arrayselect._validate import (
@@ -102,7 +109,10 @@ __all__ = [
     "active_backend",
     "check_devices",
     "check_out_layout",
+    "checked_fill",
     "fill_scalar",
+    "generic_select_cases",
+    "generic_select_n",
     "get_num_threads",
     "index_error",
     "make_plan",
@@ -118,5 +128,6 @@ __all__ = [
     "same_dim",
     "select_general",
     "select_positional",
+    "set_num_threads",
     "validate",
 ]

@@ -1,0 +1,188 @@
+"""The select family's generic algorithms, for any backend, from the standard's functions.
+
+A backend that has no ``select_n``, ``select_cases`` or ``apply_where`` of its own
+(:class:`~arrayselect.plugin.Backend` leaves them ``None``) is served by these,
+written once: chained ``xp.where`` for ``select_n`` and ``select_cases``; for
+``apply_where``, boolean indexing through the backend's gather and scatter
+(:meth:`~arrayselect.plugin.Backend.take_at`, ``put_at``) where its arrays take
+it, and the double where where they do not (traced, data-free or lazy arrays).
+A backend that fuses some cases calls these for the rest (CuPy, PyTorch).
+
+They run on inputs the front ends of :mod:`arrayselect._family` have validated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+from arrayselect._backend import Backend
+from arrayselect._errors import index_error
+from arrayselect._shapes import Shape
+from arrayselect._validate import PYTHON_SCALARS, fill_scalar
+from arrayselect._where import where
+
+__all__ = ["apply_where", "checked_fill", "select_cases", "select_n"]
+
+
+def select_n(backend: Backend, which: Any, cases: tuple[Any, ...], shape: Shape, out: Any) -> Any:
+    """``cases[which]`` element by element, by chained ``xp.where``.
+
+    ``which`` is boolean (then exactly two cases) or integer; the cases are arrays
+    of one dtype; all broadcast to ``shape``. An index outside ``[0, len(cases))``
+    raises :func:`~arrayselect.plugin.index_error` before anything is written;
+    traced or data-free indices, which have no values to check, are clamped (as
+    ``lax.select_n`` does).
+    """
+    xp = backend.namespace(which, *cases)
+    n = len(cases)
+    if backend.dtype_kind(which.dtype) == "bool":
+        result = xp.where(which, cases[1], cases[0])
+    else:
+        low, high = backend.int_range(which.dtype)
+        # No values to check (a trace, a meta tensor): indices are clamped.
+        traced = backend.traced(which) or backend.data_free(which)
+        if traced:  # clamped by where: torch 2.8's Dynamo cannot trace compat's clip
+            which = xp.where(which < 0, xp.zeros_like(which), which)
+            which = xp.where(which > n - 1, xp.full_like(which, n - 1), which)
+        # Only ==: some libraries cannot order every integer dtype (PyTorch uint64).
+        # Indices beyond the dtype's range cannot occur: those cases are unreachable.
+        masks = [which == k for k in range(min(n, high + 1))]
+        if not traced and (low < 0 or n <= high) and 0 not in which.shape:
+            _check_indices(backend, xp, which, masks, low, high, n)
+        result = cases[len(masks) - 1]
+        for k in reversed(range(len(masks) - 1)):
+            result = xp.where(masks[k], cases[k], result)
+        if len(masks) == 1:
+            result = xp.where(masks[0], result, result)  # broadcast with which
+    return backend.write_out(result, out)
+
+
+def _check_indices(
+    backend: Backend, xp: ModuleType, which: Any, masks: list[Any], low: int, high: int, n: int
+) -> None:
+    """Raise :func:`index_error` for the first index of ``which`` outside ``[0, n)``."""
+    hit = None
+    try:  # one reduction over the indices; the masks name the bad value
+        bad = (low < 0 and bool(xp.min(which) < 0)) or (n <= high and bool(xp.max(which) >= n))
+    except (RuntimeError, TypeError, NotImplementedError):
+        # no reductions for this dtype (PyTorch uint64): ask the masks
+        hit = _any(xp, masks)
+        bad = not bool(xp.all(hit))
+    if not bad:
+        return
+    if not backend.mask_indexing(which):
+        # No boolean indexing: name the extreme index instead of the first.
+        low_bad = low < 0 and bool(xp.min(which) < 0)
+        raise index_error(int(xp.min(which) if low_bad else xp.max(which)), n)
+    miss = xp.logical_not(_any(xp, masks) if hit is None else hit)
+    try:
+        found = which[miss]
+    except (RuntimeError, TypeError, NotImplementedError):
+        # no boolean indexing for this dtype (uint64 on PyTorch 2.6 and 2.8, at
+        # least): the first miss by its flattened position
+        flat = xp.reshape(miss, (-1,))
+        first = int(xp.argmax(xp.astype(flat, xp.int8)))
+        found = xp.reshape(which, (-1,))[first : first + 1]
+    if found.shape[0]:
+        raise index_error(int(found[0]), n)
+
+
+def _any(xp: ModuleType, masks: list[Any]) -> Any:
+    """Where any of ``masks`` is true."""
+    hit = masks[0]
+    for mask in masks[1:]:
+        hit = xp.logical_or(hit, mask)
+    return hit
+
+
+def select_cases(
+    backend: Backend,
+    conds: tuple[Any, ...],
+    choices: tuple[Any, ...],
+    default: Any,
+    shape: Shape,
+) -> Any:
+    """The choice of the first true condition, ``default`` where none is: ``xp.where``
+    chained from the last condition to the first.
+
+    ``conds`` are boolean or integer (nonzero is true); the choices and the default
+    are arrays of the output dtype; all broadcast to ``shape``.
+    """
+    xp = backend.namespace(*conds, *choices, default)
+    result = default
+    for cond, choice in zip(reversed(conds), reversed(choices), strict=True):
+        if backend.dtype_kind(cond.dtype) != "bool":
+            cond = cond != 0
+        result = xp.where(cond, choice, result)
+    return result
+
+
+def apply_where(
+    backend: Backend,
+    cond: Any,
+    args: tuple[Any, ...],
+    f1: Callable[..., Any],
+    f2: Callable[..., Any] | None,
+    fill_value: Any,
+) -> Any:
+    """``f1`` on the elements of ``args`` where ``cond`` is true, ``f2`` (or
+    ``fill_value``) on the rest; the inputs are validated and of one shape.
+
+    Where the arrays take boolean indexing
+    (:meth:`~arrayselect.plugin.Backend.mask_indexing`), array-api-extra's eager
+    algorithm: each function sees only its own elements (the backend's
+    ``positions``, ``take_at`` and ``put_at``), and the result dtype is the
+    library's promotion of the two sides. Elsewhere (traced, data-free, or a library
+    without it), the double where, as JAX's backend does: both sides computed on
+    every element, ones where not taken, joined by :func:`arrayselect.where`.
+    """
+    xp = backend.namespace(cond, *args)
+    if not backend.mask_indexing(cond):
+        # Each function sees ones where it is not taken, so its values there (inf,
+        # NaN) never reach the result, and the inner where gives the untaken
+        # elements an exact zero gradient.
+        ones = [xp.ones_like(a) for a in args]
+        values = f1(*(xp.where(cond, a, one) for a, one in zip(args, ones, strict=True)))
+        if f2 is not None:
+            other = f2(*(xp.where(cond, one, a) for a, one in zip(args, ones, strict=True)))
+        elif type(fill_value) in PYTHON_SCALARS:
+            other = checked_fill(backend, values, fill_value)[0]
+        else:
+            other = fill_value
+        return where(cond, values, other)
+    taken_at = backend.positions(cond)
+    taken = f1(*(backend.take_at(a, taken_at) for a in args))
+    if f2 is None:
+        if type(fill_value) in PYTHON_SCALARS:
+            value, dtype = checked_fill(backend, taken, fill_value)
+            result = xp.full_like(cond, value, dtype=dtype)
+        else:
+            dtype = backend.result_type(taken, fill_value)
+            result = xp.astype(fill_value, dtype, copy=True)
+    else:
+        elsewhere = backend.positions(xp.logical_not(cond))
+        other = f2(*(backend.take_at(a, elsewhere) for a in args))
+        result = xp.empty_like(cond, dtype=backend.result_type(taken, other))
+        backend.put_at(result, elsewhere, _cast(xp, other, result.dtype))
+    # cast first: PyTorch's index_put refuses values of another dtype
+    backend.put_at(result, taken_at, _cast(xp, taken, result.dtype))
+    return result
+
+
+def checked_fill(backend: Backend, taken: Any, value: bool | int | float | complex) -> Any:
+    """A Python-scalar ``fill_value`` checked by the core's rule for the result dtype
+    (:func:`~arrayselect.plugin.fill_scalar`), and that dtype, as a pair.
+
+    A Python scalar promotes by its type (the standard's rule), so a zero of it
+    gives the dtype: array-api-strict's ``result_type`` raises its own
+    ``OverflowError`` for a value out of range, where ``fill_scalar`` says why.
+    """
+    dtype = backend.result_type(taken, type(value)(0))
+    return fill_scalar(backend, value, dtype), dtype
+
+
+def _cast(xp: ModuleType, x: Any, dtype: Any) -> Any:
+    """``x`` with ``dtype`` (a promotion's result: a safe cast), itself if it has it."""
+    return x if x.dtype == dtype else xp.astype(x, dtype)

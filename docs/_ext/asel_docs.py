@@ -176,6 +176,7 @@ PAGE_ORDER = (
     "scaling",
     "gpu",
     "plugins",
+    "architecture",
     "performance",
     "differences",
     "hardening",

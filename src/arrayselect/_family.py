@@ -171,7 +171,11 @@ def _select_n_decided(memo: _memo.Memo, which: Any, cases: tuple[Any, ...], out:
             x if rng is None else make(x, memo.dtype, like)
             for x, rng in zip(values, memo.plans, strict=True)
         )
-    return _run_select_n(memo.backend, which, cases, memo.shape, out)
+    # inline, not _run_select_n: one Python frame less on the warm path
+    own = memo.backend.select_n
+    if own is None:
+        return _generic.select_n(memo.backend, which, cases, memo.shape, out)
+    return own(which, cases, memo.shape, out)
 
 
 def select_cases(condlist: Any, choicelist: Any, default: Any = 0, /) -> Any:

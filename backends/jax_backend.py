@@ -34,7 +34,6 @@ import numpy as np
 from jax import lax
 
 from arrayselect.plugin import (
-    PYTHON_SCALARS,
     Backend,
     Decision,
     DtypeKind,
@@ -43,7 +42,7 @@ from arrayselect.plugin import (
     SelectShapeError,
     Shape,
     SignatureCache,
-    checked_fill,
+    double_where,
     register_cache,
     same_dim,
 )
@@ -578,16 +577,9 @@ class JaxBackend(Backend):
         f2: Callable[..., Any] | None,
         fill_value: Any,
     ) -> Any:
-        # The double where: each function sees a constant (ones) where it is not taken,
-        # so its values there, even inf or NaN, never reach the result, and the inner
-        # where's transpose gives the untaken positions an exact zero cotangent.
-        ones = [jnp.ones_like(a) for a in args]
-        taken = f1(*(jnp.where(cond, a, one) for a, one in zip(args, ones, strict=True)))
-        if f2 is not None:
-            fill_value = f2(*(jnp.where(cond, one, a) for a, one in zip(args, ones, strict=True)))
-        elif type(fill_value) in PYTHON_SCALARS:  # the core's range check (no wrapping)
-            fill_value = checked_fill(self, taken, fill_value)[0]
-        return jnp.where(cond, taken, fill_value)
+        # The core's double where on jnp, joined by jnp.where itself (arrayselect.where
+        # would validate the two sides again on every eager call).
+        return jnp.where(cond, *double_where(jnp, self, cond, args, f1, f2, fill_value))
 
 
 @functools.partial(jax.jit, static_argnames="shape")

@@ -23,7 +23,7 @@ from arrayselect._shapes import Shape
 from arrayselect._validate import PYTHON_SCALARS, fill_scalar
 from arrayselect._where import where
 
-__all__ = ["apply_where", "checked_fill", "select_cases", "select_n"]
+__all__ = ["apply_where", "checked_fill", "double_where", "select_cases", "select_n"]
 
 
 def select_n(backend: Backend, which: Any, cases: tuple[Any, ...], shape: Shape, out: Any) -> Any:
@@ -140,18 +140,7 @@ def apply_where(
     """
     xp = backend.namespace(cond, *args)
     if not backend.mask_indexing(cond):
-        # Each function sees ones where it is not taken, so its values there (inf,
-        # NaN) never reach the result, and the inner where gives the untaken
-        # elements an exact zero gradient.
-        ones = [xp.ones_like(a) for a in args]
-        values = f1(*(xp.where(cond, a, one) for a, one in zip(args, ones, strict=True)))
-        if f2 is not None:
-            other = f2(*(xp.where(cond, one, a) for a, one in zip(args, ones, strict=True)))
-        elif type(fill_value) in PYTHON_SCALARS:
-            other = checked_fill(backend, values, fill_value)[0]
-        else:
-            other = fill_value
-        return where(cond, values, other)
+        return where(cond, *double_where(xp, backend, cond, args, f1, f2, fill_value))
     taken_at = backend.positions(cond)
     taken = f1(*(backend.take_at(a, taken_at) for a in args))
     if f2 is None:
@@ -169,6 +158,32 @@ def apply_where(
     # cast first: PyTorch's index_put refuses values of another dtype
     backend.put_at(result, taken_at, _cast(xp, taken, result.dtype))
     return result
+
+
+def double_where(
+    xp: ModuleType,
+    backend: Backend,
+    cond: Any,
+    args: tuple[Any, ...],
+    f1: Callable[..., Any],
+    f2: Callable[..., Any] | None,
+    fill_value: Any,
+) -> tuple[Any, Any]:
+    """``apply_where``'s two sides computed on every element, for the double where:
+    ``f1``'s values and ``f2``'s (or ``fill_value``, a Python scalar checked for the
+    result dtype), which the caller joins with its ``where``.
+
+    Each function sees ones where it is not taken, so its values there (inf, NaN)
+    never reach the result, and the inner where gives the untaken elements an exact
+    zero gradient. ``xp`` is the namespace whose ``where`` and ``ones_like`` it uses.
+    """
+    ones = [xp.ones_like(a) for a in args]
+    values = f1(*(xp.where(cond, a, one) for a, one in zip(args, ones, strict=True)))
+    if f2 is not None:
+        return values, f2(*(xp.where(cond, one, a) for a, one in zip(args, ones, strict=True)))
+    if type(fill_value) in PYTHON_SCALARS:
+        return values, checked_fill(backend, values, fill_value)[0]
+    return values, fill_value
 
 
 def checked_fill(backend: Backend, taken: Any, value: bool | int | float | complex) -> Any:

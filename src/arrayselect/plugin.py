@@ -24,8 +24,8 @@ this module, and so can a plugin (see ``docs/plugins.md``):
   (:func:`generic_select_n`, :func:`generic_select_cases`), which serve a
   backend that leaves :attr:`Backend.select_n` or :attr:`Backend.select_cases`
   ``None`` and which one that fuses some calls runs for the rest; and
-  :func:`checked_fill`, ``apply_where``'s Python-scalar ``fill_value`` checked
-  for the result dtype;
+  :func:`double_where`, ``apply_where``'s two sides on every element, for a
+  backend that joins them with its own ``where``;
 * :func:`register_backend` and :func:`active_backend`; :func:`on_import`, for what must
   follow a library's import without importing it (the torch backend's registration
   with ``torch._dynamo``, a second of import that only ``torch.compile`` needs).
@@ -59,7 +59,7 @@ from arrayselect._errors import (
     index_error,
 )
 from arrayselect._fastpath import Run, SignatureCache
-from arrayselect._generic import checked_fill
+from arrayselect._generic import double_where
 from arrayselect._generic import select_cases as generic_select_cases
 from arrayselect._generic import select_n as generic_select_n
 from arrayselect._import_hook import on_import
@@ -109,7 +109,7 @@ __all__ = [
     "active_backend",
     "check_devices",
     "check_out_layout",
-    "checked_fill",
+    "double_where",
     "fill_scalar",
     "generic_select_cases",
     "generic_select_n",

@@ -37,14 +37,10 @@ from dask.array import core as _da_core
 from dask.array import utils as _da_utils
 
 import arrayselect
-from arrayselect.plugin import (
-    PYTHON_SCALARS,
-    Backend,
-    NumpyDtypes,
-    SelectPlan,
-    SelectShapeError,
-    Shape,
-)
+from arrayselect.plugin import Backend, NumpyDtypes, SelectPlan, Shape, errors
+
+#: Python scalar operands (exact types), as the core defines them.
+PYTHON_SCALARS = Backend.PYTHON_SCALARS
 
 __all__ = ["DaskBackend", "create"]
 
@@ -68,7 +64,7 @@ def _align_block(x: Any, dims: tuple[int, ...], rank: int, name: str) -> Any:
     shape = tuple(x.shape)
     kept = shape[: len(dims)]
     if math.prod(shape[len(dims) :]) != 1:
-        raise SelectShapeError(
+        raise errors.SelectShapeError(
             f"{name} has trailing dimensions {shape[len(dims) :]} that were unknown when the "
             "graph was built and had to be 1 (auto_broadcast='pdpd' trims trailing 1s), "
             "but they are not"
@@ -98,7 +94,7 @@ def _select_block(cond: Any, then: Any, else_: Any, *, dims: Any, rank: int) -> 
 
     Raises
     ------
-    SelectShapeError
+    errors.SelectShapeError
         When sizes that were unknown while the graph was built turn out not to
         line up.
     """
@@ -109,12 +105,12 @@ def _select_block(cond: Any, then: Any, else_: Any, *, dims: Any, rank: int) -> 
     try:
         # Placed at full rank, the blocks broadcast together by NumPy rules.
         return arrayselect.select(*blocks, cond_broadcast="multidirectional")
-    except SelectShapeError:
+    except errors.SelectShapeError:
         listing = ", ".join(
             f"{name} block {tuple(x.shape)}"
             for name, x in zip(("cond", "then", "else"), blocks, strict=True)
         )
-        raise SelectShapeError(
+        raise errors.SelectShapeError(
             f"at compute time the blocks do not line up ({listing}, each placed at the output's "
             "rank): sizes that were unknown when the graph was built turned out to differ "
             "where the call's broadcasting needs them equal or 1"
@@ -229,7 +225,7 @@ class DaskBackend(NumpyDtypes, Backend):
             )
         except ValueError as exc:
             # Dask refuses to line up unknown chunk sizes with known ones (as da.where does).
-            raise SelectShapeError(
+            raise errors.SelectShapeError(
                 f"Dask cannot line up the chunks of cond {cond.chunks}, then "
                 f"{getattr(then, 'chunks', '(scalar)')} and else "
                 f"{getattr(else_, 'chunks', '(scalar)')}: {exc}"
@@ -287,7 +283,7 @@ def _family_layer(fn: Any, operands: list[Any], dtype: Any, name: str, **kwargs:
         )
     except ValueError as exc:
         chunks = ", ".join(str(x.chunks) for x in arrays)
-        raise SelectShapeError(
+        raise errors.SelectShapeError(
             f"Dask cannot line up the chunks {chunks} for {name}: {exc}"
         ) from exc
 

@@ -39,10 +39,10 @@ from arrayselect.plugin import (
     DtypeKind,
     FastPath,
     SelectPlan,
-    SelectShapeError,
     Shape,
     SignatureCache,
-    double_where,
+    errors,
+    generic,
     register_cache,
     same_dim,
 )
@@ -152,8 +152,8 @@ def _is_one(d: Any) -> bool:
     return same_dim(d, 1) is True
 
 
-def _inconclusive(name: str, shape: Any, out_shape: Any, detail: str) -> SelectShapeError:
-    return SelectShapeError(
+def _inconclusive(name: str, shape: Any, out_shape: Any, detail: str) -> errors.SelectShapeError:
+    return errors.SelectShapeError(
         f"{name} shape {tuple(shape)} cannot be broadcast onto the output shape "
         f"{tuple(out_shape)} when tracing with JAX: {detail}; JAX must know while tracing "
         "that each dimension equals the output's or is 1 (for symbolic shapes, use one "
@@ -223,7 +223,7 @@ def emit(plan: SelectPlan, cond: Any, then: Any, else_: Any) -> Any:
 
     Raises
     ------
-    SelectShapeError
+    errors.SelectShapeError
         When symbolic dimensions make a broadcast undecidable while tracing.
     """
     out_shape = tuple(plan.out_shape)
@@ -579,7 +579,7 @@ class JaxBackend(Backend):
     ) -> Any:
         # The core's double where on jnp, joined by jnp.where itself (arrayselect.where
         # would validate the two sides again on every eager call).
-        return jnp.where(cond, *double_where(jnp, self, cond, args, f1, f2, fill_value))
+        return jnp.where(cond, *generic.double_where(jnp, self, cond, args, f1, f2, fill_value))
 
 
 @functools.partial(jax.jit, static_argnames="shape")

@@ -15,17 +15,7 @@ from typing import Any
 
 import array_api_compat as compat
 
-from arrayselect.plugin import (
-    Backend,
-    DtypeKind,
-    OutLayout,
-    SelectPlan,
-    SelectShapeError,
-    SelectTypeError,
-    SelectValueError,
-    Shape,
-    portable_forced,
-)
+from arrayselect.plugin import Backend, DtypeKind, OutLayout, SelectPlan, Shape, errors, settings
 
 __all__ = ["PortableBackend", "create"]
 
@@ -98,7 +88,7 @@ class PortableBackend(Backend):
             f"({self.xp.__name__}) does not class it as boolean, integer, floating or "
             "complex (isdtype)"
         )
-        if portable_forced():
+        if settings.portable_forced():
             refusal += f"; outside force_portable() {self.library}'s own backend may take it"
         return refusal
 
@@ -177,7 +167,7 @@ class PortableBackend(Backend):
     def select(self, cond: Any, then: Any, else_: Any, plan: SelectPlan, out: Any) -> Any:
         try:
             return self._select(cond, then, else_, plan, out)
-        except SelectValueError:
+        except errors.SelectValueError:
             raise
         except Exception as exc:
             shapes = [
@@ -191,7 +181,7 @@ class PortableBackend(Backend):
             if not symbolic:
                 raise
             # Symbolic sizes (jax.export) the library cannot prove equal or 1.
-            raise SelectShapeError(
+            raise errors.SelectShapeError(
                 "the shapes "
                 + ", ".join(f"{name} {shape}" for name, shape in symbolic)
                 + f" cannot be broadcast onto the output shape {tuple(plan.out_shape)} by "
@@ -219,7 +209,7 @@ class PortableBackend(Backend):
             # library's error
             if "not implemented" not in str(err):
                 raise
-            raise SelectTypeError(
+            raise errors.SelectTypeError(
                 f"then has dtype {then.dtype}, for which this {xp.__name__} has no where "
                 f"kernel ({err}); upgrade it or cast then and else to a dtype it supports"
             ) from err

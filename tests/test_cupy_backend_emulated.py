@@ -27,7 +27,8 @@ from xp_helpers import ALL_DTYPES, numpy_dtype
 
 import arrayselect as asel
 from arrayselect import _registry
-from arrayselect.plugin import check_devices, index_error
+from arrayselect._errors import index_error
+from arrayselect._validate import check_devices
 
 # The backend modules, wherever the package was installed from.
 BACKENDS = Path(arrayselect.backends.__file__).resolve().parent

@@ -23,7 +23,7 @@ from oracle import bits_equal, oracle_select
 from xp_helpers import jax_x64, numpy_dtype, select_after_warming, to_numpy
 
 import arrayselect as asel
-from arrayselect import plugin
+from arrayselect import _registry
 
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
@@ -173,7 +173,7 @@ def _run(call: Callable[..., Any], *args: Any) -> Any:
 
 
 def _forgetting(portable: bool) -> contextlib.AbstractContextManager[None]:
-    backend = plugin.active_backend("jax")
+    backend = _registry.active_backend("jax")
     if backend is not None and hasattr(backend, "cache_clear"):
         backend.cache_clear()  # cold: no decision cached for any signature
     return asel.force_portable() if portable else contextlib.nullcontext()

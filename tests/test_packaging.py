@@ -7,67 +7,32 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import shutil
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
 import arrayselect as asel
 
-PLUGIN_MODULE = '''
-"""A tiny arrayselect backend plugin for array_api_strict arrays."""
-
-from typing import Any
-
-from arrayselect.plugin import Backend, DtypeKind, SelectPlan, Shape
+DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 
-class ToyBackend(Backend):
-    name = "toy-plugin"
-
-    def __init__(self, xp: Any) -> None:
-        self.xp = xp
-        self.calls = 0
-
-    def dtype_kind(self, dtype: Any) -> DtypeKind | None:
-        for category, kind in (("bool", "bool"), ("signed integer", "int"),
-                               ("unsigned integer", "uint"), ("real floating", "float"),
-                               ("complex floating", "complex")):
-            if self.xp.isdtype(dtype, category):
-                return kind  # type: ignore[return-value]
-        return None
-
-    def int_range(self, dtype: Any) -> tuple[int, int]:
-        info = self.xp.iinfo(dtype)
-        return int(info.min), int(info.max)
-
-    def float_max(self, dtype: Any) -> float:
-        return float(self.xp.finfo(dtype).max)
-
-    def default_dtype(self, scalar_type: type, like: Any) -> Any:
-        return self.xp.asarray(scalar_type(0)).dtype
-
-    def shape(self, x: Any) -> Shape:
-        return tuple(x.shape)
-
-    def scalar_array(self, value: Any, dtype: Any, like: Any) -> Any:
-        return self.xp.asarray(value, dtype=dtype, device=like.device)
-
-    def select(self, cond: Any, then: Any, else_: Any, plan: SelectPlan, out: Any) -> Any:
-        self.calls += 1
-        xs = [x if a is None else self.xp.reshape(x, a)
-              for x, a in zip((cond, then, else_), plan.aligned)]
-        if not self.xp.isdtype(xs[0].dtype, "bool"):
-            xs[0] = xs[0] != 0
-        return self.xp.where(*xs)
+def _docs_backend() -> str:
+    """The complete backend of docs/plugins.md: its python block that defines ``create``."""
+    text = (DOCS / "plugins.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```python\n(.*?)^```$", text, re.M | re.S)
+    found = [b for b in blocks if "\ndef create(" in b]
+    assert len(found) == 1, "docs/plugins.md has one complete backend"
+    return found[0]
 
 
-def create(xp: Any) -> ToyBackend:
-    return ToyBackend(xp)
-'''
+PLUGIN_MODULE = _docs_backend()
 
 PYPROJECT = """
 [build-system]
@@ -79,10 +44,10 @@ name = "asel-toy-plugin"
 version = "1.0"
 
 [project.entry-points."arrayselect.backends"]
-array_api_strict = "asel_toy_plugin:create"
+array_api_strict = "strict_backend:create"
 
 [tool.setuptools]
-py-modules = ["asel_toy_plugin"]
+py-modules = ["strict_backend"]
 """
 
 USE_IT = """
@@ -100,7 +65,27 @@ except asel.ScalarOverflowError as exc:
 """
 
 
-def test_plugin_module_uses_public_names_only() -> None:
+def test_the_plugin_module_has_twenty_names_each_shown_in_an_example() -> None:
+    """At most 20 names; each appears in a doctest line (``>>>``/``...``) of its own
+    docstring, the module's, or docs/plugins.md, or in the page's complete backend."""
+    from arrayselect import plugin
+
+    assert len(plugin.__all__) <= 20, plugin.__all__
+    page = (DOCS / "plugins.md").read_text(encoding="utf-8")
+    shown = [ln for ln in page.splitlines() if ln.lstrip().startswith((">>>", "..."))]
+    shown.append(PLUGIN_MODULE)
+    for name in plugin.__all__:
+        for doc in (plugin.__doc__, getattr(plugin, name).__doc__):
+            shown += [
+                ln for ln in (doc or "").splitlines() if ln.lstrip().startswith((">>>", "..."))
+            ]
+    missing = [n for n in plugin.__all__ if not any(re.search(rf"\b{n}\b", s) for s in shown)]
+    assert not missing, f"no example uses {missing}"
+
+
+def test_the_docs_backend_is_a_short_module_of_public_names() -> None:
+    """Under 80 lines, importing nothing of arrayselect but arrayselect.plugin."""
+    assert len(PLUGIN_MODULE.splitlines()) < 80
     tree = ast.parse(PLUGIN_MODULE)
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("arrayselect"):
@@ -114,7 +99,7 @@ def test_installed_plugin_package_is_found_by_its_entry_point(tmp_path: Path) ->
     source = tmp_path / "src"
     source.mkdir()
     (source / "pyproject.toml").write_text(PYPROJECT)
-    (source / "asel_toy_plugin.py").write_text(PLUGIN_MODULE)
+    (source / "strict_backend.py").write_text(PLUGIN_MODULE)
     target = tmp_path / "site"
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
@@ -128,7 +113,7 @@ def test_installed_plugin_package_is_found_by_its_entry_point(tmp_path: Path) ->
     )
     lines = done.stdout.strip().splitlines()
     assert lines == [
-        "<ToyBackend 'toy-plugin'> 1 [0, -1, 2, 3, -1, 5]",
+        "<StrictBackend 'strict'> 1 [0, -1, 2, 3, -1, 5]",
         "overflow: True",
     ], done.stdout + done.stderr
 
@@ -218,3 +203,57 @@ def test_cuda_packages_are_their_own_extra_which_ci_installs() -> None:
     test_sh = (ROOT / "scripts" / "test.sh").read_text()
     (line,) = [x for x in test_sh.splitlines() if x.startswith("ARRAYSELECT_EXTRAS=")]
     assert "cuda-check" in line.split("=", 1)[1].split(",")
+
+
+MODES = [
+    ("numpy", -1, "unidirectional", (3, 1), (2, 3, 4), (4,)),
+    ("numpy", -1, "multidirectional", (2, 1, 4), (3, 1), (1,)),
+    ("pdpd", 1, "unidirectional", (3,), (2, 3, 4), (3, 4)),
+    ("none", -1, "unidirectional", (2, 3), (2, 3), (2, 3)),
+]
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: f"{m[0]}-{m[2]}")
+def test_the_docs_backend_gives_the_oracles_answers(mode: tuple[Any, ...]) -> None:
+    """The page's backend, imported from its block, against the independent oracle:
+    every mode, cold and warm (its signature cache), an integer cond, out=, a scalar,
+    and the family the core gives it."""
+    xp = pytest.importorskip("array_api_strict", reason="array_api_strict is not installed")
+    from oracle import oracle_select, oracle_select_n
+
+    module: dict[str, Any] = {"__name__": "strict_backend"}
+    exec(compile(PLUGIN_MODULE, "docs/plugins.md", "exec"), module)
+    ab, axis, cb, c_shape, t_shape, e_shape = mode
+    rng = np.random.default_rng(7)
+    c = rng.integers(0, 3, c_shape).astype(np.uint8)
+    t = rng.standard_normal(t_shape).astype(np.float32)
+    e = rng.standard_normal(e_shape).astype(np.float32)
+    expected = oracle_select(c != 0, t, e, auto_broadcast=ab, axis=axis, cond_broadcast=cb)
+    asel.register_backend("array_api_strict", module["create"])
+    try:
+        args = (xp.asarray(c), xp.asarray(t), xp.asarray(e))
+        options = {"auto_broadcast": ab, "axis": axis, "cond_broadcast": cb}
+        for _ in range(2):  # cold, then warm
+            got = asel.select(*args, **options)
+            np.testing.assert_array_equal(np.asarray(got), expected)
+        out = xp.zeros(expected.shape, dtype=xp.float32)
+        assert asel.select(*args, **options, out=out) is out
+        np.testing.assert_array_equal(np.asarray(out), expected)
+        if ab == "none":  # a scalar has another shape: an error in this mode
+            return
+        half = oracle_select(c != 0, t, np.float32(0.5), auto_broadcast=ab, axis=axis,
+                             cond_broadcast=cb)  # fmt: skip
+        for _ in range(2):
+            got = asel.select(args[0], args[1], 0.5, **options)
+            np.testing.assert_array_equal(np.asarray(got), half)
+        backend = asel.backend_for(*args)
+        assert type(backend).__name__ == "StrictBackend"
+        assert backend.calls == 5, backend.calls  # every select above ran its select
+        which = rng.integers(0, 3, (5,))
+        cases = [rng.standard_normal(5) for _ in range(3)]
+        got = asel.select_n(xp.asarray(which), *(xp.asarray(x) for x in cases))
+        np.testing.assert_array_equal(np.asarray(got), oracle_select_n(which, cases))
+        with pytest.raises(asel.ScalarOverflowError, match="else=300"):
+            asel.select(xp.asarray(c != 0), xp.asarray(t.astype(np.uint8)), 300, **options)
+    finally:
+        asel.register_backend("array_api_strict", None)

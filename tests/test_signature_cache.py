@@ -18,7 +18,8 @@ from arrayselect.backends.numpy_backend import NumpyBackend
 from numpy.lib.stride_tricks import as_strided
 
 import arrayselect as asel
-from arrayselect.plugin import Decision, SignatureCache, register_backend, select_general
+from arrayselect._select import select_general
+from arrayselect.plugin import Decision, SignatureCache, register_backend
 
 
 class _TracingBackend(NumpyBackend):

@@ -24,6 +24,7 @@ from arrayselect.backends.numpy_backend import kernel  # noqa: E402
 from arrayselect.backends.torch_backend.counting import CountingBackend  # noqa: E402
 
 import arrayselect as asel  # noqa: E402
+from arrayselect import _select  # noqa: E402
 
 #: Why the CUDA tests skip here (the project's GPU machine has no torch).
 NO_CUDA = "no CUDA device for torch (scripts/gpu_check.sh runs the CuPy and JAX tests only)"
@@ -675,7 +676,7 @@ def test_recent_call_check_never_changes_an_answer(design: str | None) -> None:
 
 
 def _general(c: Any, t: Any, e: Any, ab: str, axis: int, cb: str) -> Any:
-    return asel.plugin.select_general(c, t, e, auto_broadcast=ab, axis=axis, cond_broadcast=cb)
+    return _select.select_general(c, t, e, auto_broadcast=ab, axis=axis, cond_broadcast=cb)
 
 
 def _why_not(design: str) -> str | None:

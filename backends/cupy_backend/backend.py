@@ -12,7 +12,6 @@ import cupy
 import numpy as np
 
 from arrayselect.plugin import (
-    PYTHON_SCALARS,
     Backend,
     Decision,
     FastPath,
@@ -21,13 +20,15 @@ from arrayselect.plugin import (
     SelectPlan,
     Shape,
     SignatureCache,
-    generic_select_cases,
-    generic_select_n,
-    index_error,
+    errors,
+    generic,
     register_cache,
 )
 
 from . import kernels as ck
+
+#: Python scalar operands (exact types), as the core defines them.
+PYTHON_SCALARS = Backend.PYTHON_SCALARS
 
 __all__ = ["CupyBackend", "create"]
 
@@ -321,13 +322,13 @@ class CupyBackend(NumpyDtypes, Backend):
 
         An index out of range lowers a 1-element device flag in the same pass; the
         host reads it after the pass (one 8-byte copy, which waits for the kernel)
-        and raises :func:`~arrayselect.plugin.index_error` naming the first bad
+        and raises :func:`~arrayselect.plugin.errors.index_error` naming the first bad
         index in C order. The new result is then dropped; with ``out`` the indices
         are checked by a kernel that reads ``which`` alone before anything is
         written, so ``out`` is left untouched.
         """
         if len(cases) > ck.SELECT_N_MAX_CASES:
-            return generic_select_n(self, which, cases, shape, out)
+            return generic.select_n(self, which, cases, shape, out)
         return _on_device(int(which.data.device_id), self._select_n, which, cases, shape, out)
 
     def _select_n(self, which: Any, cases: tuple[Any, ...], shape: Shape, out: Any) -> Any:
@@ -357,7 +358,7 @@ class CupyBackend(NumpyDtypes, Backend):
         for this condition count and these condition item sizes (see :mod:`.kernels`).
         """
         if len(conds) > ck.SELECT_CASES_MAX_CONDS:
-            return generic_select_cases(self, conds, choices, default, shape)
+            return generic.select_cases(self, conds, choices, default, shape)
         device = int(default.data.device_id)
         return _on_device(device, self._select_cases, conds, choices, default, shape)
 
@@ -464,7 +465,7 @@ def _raw_view(x: Any, raw: np.dtype[Any]) -> Any:
 
 
 def _raise_bad_index(which: Any, shape: Shape, first: Any, n: int) -> None:
-    """Raise :func:`~arrayselect.plugin.index_error` if a kernel flagged a bad index.
+    """Raise :func:`~arrayselect.plugin.errors.index_error` if a kernel flagged a bad index.
 
     ``first`` holds the flat C-order position (in ``shape``, the kernel's loop
     shape: the broadcast shape, or ``which``'s own for the check kernel) of the
@@ -478,7 +479,7 @@ def _raise_bad_index(which: Any, shape: Shape, first: Any, n: int) -> None:
     index = np.unravel_index(position, dims)
     pad = len(index) - which.ndim
     at = tuple(0 if d == 1 else int(index[pad + k]) for k, d in enumerate(which.shape))
-    raise index_error(int(which[at]), n)
+    raise errors.index_error(int(which[at]), n)
 
 
 def _into(

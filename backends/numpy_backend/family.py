@@ -21,10 +21,13 @@ from typing import Any, Final
 
 import numpy as np
 
-from arrayselect.plugin import PYTHON_SCALARS, Shape, fill_scalar, index_error, register_cache
+from arrayselect.plugin import Backend, Shape, errors, generic, register_cache
 
 from .kernel import KERNEL_MISSING
 from .numpy_route import warn_kernel_missing
+
+#: Python scalar operands (exact types), as the core defines them.
+PYTHON_SCALARS = Backend.PYTHON_SCALARS
 
 __all__ = [
     "HAVE_KERNEL",
@@ -114,7 +117,7 @@ def select_n(
     which: Any, cases: tuple[Any, ...], shape: Shape, out: Any, scratch: bool = False
 ) -> Any:
     """``cases[which]`` for validated NumPy operands; an index out of range raises
-    :func:`~arrayselect.plugin.index_error` and leaves ``out`` untouched, unless
+    :func:`~arrayselect.plugin.errors.index_error` and leaves ``out`` untouched, unless
     ``scratch`` (``out`` is a fresh array the caller drops on error: no check first).
     """
     out_shape: tuple[int, ...] = shape  # type: ignore[assignment]  # NumPy: no unknown sizes
@@ -125,11 +128,11 @@ def select_n(
         # an index out of range is found before the kernel may write part of out
         checked = out is None or scratch or which.dtype == np.bool_
         if not checked and _any_out_of_range(which, n):
-            raise index_error(_first_bad(which, n), n)
+            raise errors.index_error(_first_bad(which, n), n)
         try:
             return _k.select_n(which if which.dtype.isnative else _native(which), cases, out)
         except IndexError as exc:
-            raise index_error(int(exc.args[0]), n) from None
+            raise errors.index_error(int(exc.args[0]), n) from None
     which = np.asarray(which)
     cases = tuple(np.asarray(c) for c in cases)
     n = len(cases)
@@ -141,13 +144,13 @@ def select_n(
             and which.dtype != np.bool_
             and _any_out_of_range(which, n)
         ):
-            raise index_error(_first_bad(which, n), n)
+            raise errors.index_error(_first_bad(which, n), n)
         try:
             return _kernel_select_n(
                 _to_shape(which, out_shape), tuple(_to_shape(c, out_shape) for c in cases), out
             )
         except IndexError as exc:
-            raise index_error(int(exc.args[0]), n) from None
+            raise errors.index_error(int(exc.args[0]), n) from None
     warn_kernel_missing()
     if which.dtype == np.bool_:
         chosen = np.where(which, cases[1], cases[0])  # new memory: out may alias a case
@@ -157,7 +160,7 @@ def select_n(
         return out
     if n > _CHOOSE_MAX:
         if _any_out_of_range(which, n):
-            raise index_error(_first_bad(which, n), n)
+            raise errors.index_error(_first_bad(which, n), n)
         index = np.broadcast_to(which, out_shape)
         result = np.empty(out_shape, cases[0].dtype) if out is None else out
         for k, case in enumerate(cases):
@@ -167,7 +170,7 @@ def select_n(
         # mode="raise" buffers out, so a bad index leaves it untouched.
         return np.choose(_as_index(which), cases, out=out, mode="raise")
     except ValueError:
-        raise index_error(_first_bad(which, n), n) from None
+        raise errors.index_error(_first_bad(which, n), n) from None
 
 
 def select_cases(
@@ -332,7 +335,7 @@ register_cache("numpy_backend.apply_where_fills", lambda: (len(_fills), 256))
 
 def _scalar_fill(backend: Any, taken: Any, fill_value: Any) -> tuple[Any, np.ndarray]:
     """The result dtype and ``fill_value`` as a 0-d array of it (read-only), checked by
-    the core's :func:`~arrayselect.plugin.fill_scalar`, kept per value object."""
+    the core's :func:`~arrayselect.plugin.generic.fill_scalar`, kept per value object."""
     try:
         value, owner, taken_dtype, dtype, base = _fills[id(fill_value)]
         if value is fill_value and owner is backend and taken_dtype is taken.dtype:
@@ -342,7 +345,7 @@ def _scalar_fill(backend: Any, taken: Any, fill_value: Any) -> tuple[Any, np.nda
     dtype = _promote(backend, taken, fill_value)
     # the core's range check; then np.full_like's conversion without its Python
     # wrapper: for a Python scalar, np.array(v, dtype) converts as ndarray.fill does
-    base = np.array(fill_scalar(backend, fill_value, dtype), dtype)
+    base = np.array(generic.fill_scalar(backend, fill_value, dtype), dtype)
     base.flags.writeable = False
     if len(_fills) >= 256:
         _fills.clear()  # cheap to make again

@@ -19,7 +19,7 @@ across a persistent pool of threads, as many as
 :func:`arrayselect.set_num_threads` allows and the other processes on the
 machine leave room for. Large outputs may come from a bounded pool of freed
 blocks (:func:`arrayselect.set_pool_limit`, :func:`arrayselect.release_memory`).
-Those user settings live in the core (:func:`arrayselect.plugin.on_settings_change`);
+Those user settings live in the core (:func:`arrayselect.plugin.settings.on_change`);
 this module subscribes the kernel to them and offers what tests and benchmarks
 look at.
 """
@@ -32,7 +32,7 @@ import os
 import sys
 from typing import Any
 
-from arrayselect.plugin import MAX_THREADS, on_settings_change, set_num_threads
+from arrayselect.plugin import settings
 
 try:
     _k: Any = importlib.import_module("arrayselect.backends.numpy_backend._select_kernel")
@@ -310,7 +310,7 @@ def register_threadpoolctl() -> None:
             return int(self.dynlib.arrayselect_get_num_threads())
 
         def set_num_threads(self, num_threads: int) -> None:
-            set_num_threads(max(1, min(int(num_threads), MAX_THREADS)))
+            settings.set_num_threads(max(1, min(int(num_threads), settings.MAX_THREADS)))
 
         def get_version(self) -> str:
             return importlib.metadata.version("arrayselect")
@@ -320,7 +320,7 @@ def register_threadpoolctl() -> None:
 
 
 if _k is not None:
-    on_settings_change(_k.set_num_threads, _k.set_pool_limit, _k.release_pool)
+    settings.on_change(_k.set_num_threads, _k.set_pool_limit, _k.release_pool)
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(before=_k.shutdown_pool)
     if "threadpoolctl" in sys.modules:

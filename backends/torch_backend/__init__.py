@@ -54,7 +54,6 @@ from arrayselect.backends.numpy_backend.family import select_n as numpy_select_n
 from arrayselect.backends.numpy_backend.kernel import KERNEL_MISSING, kernel_select, set_openmp
 
 from arrayselect.plugin import (
-    PYTHON_SCALARS,
     Backend,
     Decision,
     DtypeKind,
@@ -63,18 +62,19 @@ from arrayselect.plugin import (
     SelectPlan,
     Shape,
     SignatureCache,
-    generic_select_cases,
-    generic_select_n,
-    get_num_threads,
-    num_threads_chosen,
+    generic,
     on_import,
     register_cache,
+    settings,
 )
 
 from . import layout as torch_layout
 from . import native as torch_native
 from . import recent as torch_recent
 from .dynamo import allow_in_graph, trace_as, traced_fast_path
+
+#: Python scalar operands (exact types), as the core defines them.
+PYTHON_SCALARS = Backend.PYTHON_SCALARS
 
 __all__ = [
     "KERNEL_MIN_SIZE",
@@ -580,8 +580,8 @@ class TorchBackend(Backend):
         ]
         if not _fork_guarded[0]:
             _guard_forks()
-        threads = get_num_threads()
-        if not num_threads_chosen():
+        threads = settings.get_num_threads()
+        if not settings.num_threads_chosen():
             threads = min(threads, torch.get_num_threads())
         with self._profiled("arrayselect::select"):
             kernel_select(
@@ -710,9 +710,9 @@ class TorchBackend(Backend):
         if not self._kernel_eligible(math.prod(shape), operands):  # type: ignore[arg-type]
             raw = _WHERE_AS.get(cases[0].dtype)
             if raw is None:
-                return generic_select_n(self, which, cases, shape, out)
+                return generic.select_n(self, which, cases, shape, out)
             # no where kernel for the dtype here: the same selection on the bits
-            bits = generic_select_n(
+            bits = generic.select_n(
                 self, which, tuple(c.view(raw) for c in cases), shape, _view(out, raw)
             )
             return bits.view(cases[0].dtype) if out is None else out
@@ -735,11 +735,11 @@ class TorchBackend(Backend):
         if not self._kernel_eligible(math.prod(shape), (*conds, *choices, default)):  # type: ignore[arg-type]
             raw = _WHERE_AS.get(default.dtype)
             if raw is None:
-                return generic_select_cases(self, conds, choices, default, shape)
+                return generic.select_cases(self, conds, choices, default, shape)
             # no where kernel for the dtype here: the same selection on the bits
             views = tuple(c.view(raw) for c in choices)
             views_default = default.view(raw)
-            return generic_select_cases(self, conds, views, views_default, shape).view(
+            return generic.select_cases(self, conds, views, views_default, shape).view(
                 default.dtype
             )
         result = _empty(shape, None, default.dtype)

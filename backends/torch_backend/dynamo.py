@@ -38,7 +38,7 @@ from typing import Any
 
 import torch
 
-from arrayselect.plugin import SelectError, select_positional
+from arrayselect.plugin import errors, select_positional
 
 __all__ = [
     "ALLOWED",
@@ -67,12 +67,12 @@ def select_in_graph(cond: Any, then: Any, else_: Any, ab: Any, axis: Any, cb: An
     ------
     TraceInstead
         While Dynamo or AOTAutograd traces it, for any error of the core (chained).
-    SelectError
+    errors.SelectError
         Run eagerly, what ``select`` raises.
     """
     try:
         return select_positional(cond, then, else_, ab, axis, cb, None)
-    except SelectError as exc:
+    except errors.SelectError as exc:
         if torch._guards.TracingContext.try_get() is None:  # eager: the error itself
             raise
         raise TraceInstead(f"{type(exc).__name__}: {exc}") from exc

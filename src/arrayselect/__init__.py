@@ -70,4 +70,4 @@ __all__ = [
 # libraries' backends load when their arrays first arrive, but PyTorch's as soon
 # as torch is imported: torch.compile cannot create it (see _import_hook).
 importlib.import_module("arrayselect.backends.numpy_backend")
-_import_hook.create_on_import("torch", lambda: _registry.create_backend("torch"))
+_import_hook.on_import("torch", lambda: _registry.create_backend("torch"))

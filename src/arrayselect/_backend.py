@@ -12,7 +12,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Hashable, Sequence
 from types import ModuleType
-from typing import Any, Final, Literal, NamedTuple
+from typing import Any, ClassVar, Final, Literal, NamedTuple
 
 import array_api_compat as compat
 
@@ -46,6 +46,17 @@ class OutLayout(NamedTuple):
         expose memory (then the core assumes elements do not overlap).
     itemsize
         Bytes per element (used with ``strides`` to find overlapping elements).
+
+    Examples
+    --------
+    What a backend's :meth:`Backend.out_layout` answers for a read-only array, and for
+    a writable float32 row of 3 whose elements are 4 bytes apart:
+
+    >>> from arrayselect.plugin import OutLayout
+    >>> OutLayout(False, "out.flags.writeable is False").writeable
+    False
+    >>> OutLayout(True, "", (4,), 4)
+    OutLayout(writeable=True, why_not='', strides=(4,), itemsize=4)
     """
 
     writeable: bool = True
@@ -68,8 +79,19 @@ class Backend(abc.ABC):
     device_hint
         How to move arrays between devices, for the "inputs on different
         devices" error.
+    PYTHON_SCALARS
+        The Python scalar types that may stand for an operand (exact types, in
+        promotion order): a backend's hook meets them where the core passes a
+        scalar through, such as ``apply_where``'s ``fill_value``.
+
+    Examples
+    --------
+    >>> from arrayselect.plugin import Backend
+    >>> type(0.5) in Backend.PYTHON_SCALARS, type(True) in Backend.PYTHON_SCALARS
+    (True, True)
     """
 
+    PYTHON_SCALARS: ClassVar[tuple[type, ...]] = PYTHON_SCALARS
     name: str = "backend"
     supports_out: bool = False
     out_refusal: str = "this array library's arrays cannot be written in place"
@@ -309,15 +331,15 @@ class Backend(abc.ABC):
         return self.namespace(x).broadcast_to(x, shape)
 
     #: The backend's own ``select_n(which, cases, shape, out)`` on validated inputs, or
-    #: ``None`` for the core's generic one (:func:`arrayselect.plugin.generic_select_n`:
+    #: ``None`` for the core's generic one (:func:`arrayselect.plugin.generic.select_n`:
     #: chained ``xp.where`` after an index check). ``which`` is boolean (then exactly
     #: two cases) or integer; the cases are arrays of one dtype; all broadcast to
     #: ``shape``. An index outside ``[0, len(cases))`` raises
-    #: :func:`~arrayselect.plugin.index_error` before anything is written.
+    #: :func:`~arrayselect.plugin.errors.index_error` before anything is written.
     select_n: Callable[[Any, tuple[Any, ...], Shape, Any], Any] | None = None
 
     #: The backend's own ``select_cases(conds, choices, default, shape)`` on validated
-    #: inputs, or ``None`` for :func:`arrayselect.plugin.generic_select_cases`.
+    #: inputs, or ``None`` for :func:`arrayselect.plugin.generic.select_cases`.
     #: ``conds`` are boolean or integer (nonzero is true); the choices and the default
     #: are arrays of the output dtype; all broadcast to ``shape``.
     select_cases: Callable[[tuple[Any, ...], tuple[Any, ...], Any, Shape], Any] | None = None

@@ -27,7 +27,17 @@ _lock = threading.Lock()
 
 
 def register_cache(name: str, report: CacheReport) -> None:
-    """Make cache ``name`` visible to :func:`cache_sizes` (re-registering replaces)."""
+    """Make cache ``name`` visible to :func:`cache_sizes` (re-registering replaces).
+
+    ``report()`` returns the cache's size and bound; the cache-bounds test calls every
+    registered one after a storm of distinct calls.
+
+    Examples
+    --------
+    >>> from arrayselect.plugin import register_cache
+    >>> _layouts: dict[object, object] = {}
+    >>> register_cache("mylib.layouts", lambda: (len(_layouts), 64))
+    """
     with _lock:
         _reports[name] = report
 

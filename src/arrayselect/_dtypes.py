@@ -138,6 +138,13 @@ def numpy_float_max(dtype: np.dtype[Any]) -> float:
 class NumpyDtypes:
     """The dtype queries of a :class:`~arrayselect.plugin.Backend` whose arrays carry
     NumPy dtypes (NumPy, CuPy, Dask): answered by the functions above, once.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from arrayselect.plugin import NumpyDtypes
+    >>> NumpyDtypes().dtype_kind(np.dtype(np.uint8)), NumpyDtypes().int_range(np.dtype(np.int8))
+    ('uint', (-128, 127))
     """
 
     #: Kind of a NumPy dtype, ``None`` when Select does not support it (the function

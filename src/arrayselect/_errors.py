@@ -3,6 +3,15 @@
 Every error the library raises on bad input is one of these, so callers can
 catch ``arrayselect.SelectError`` or the builtin base they expect
 (``ValueError`` for shapes and option values, ``TypeError`` for types).
+A backend reaches them as ``arrayselect.plugin.errors``.
+
+For example:
+
+>>> from arrayselect.plugin import errors
+>>> print(errors.index_error(5, 3))
+which holds 5, but select_n has 3 cases: every index must lie in [0, 3)
+>>> issubclass(errors.SelectShapeError, ValueError)
+True
 """
 
 from __future__ import annotations

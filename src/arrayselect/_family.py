@@ -10,7 +10,7 @@ to the backend's own :attr:`~arrayselect.plugin.Backend.select_n`,
 algorithm (:mod:`arrayselect._generic`) where it has none. Only what depends on values
 is left to the backend: an index out of range in ``select_n``, which an eager
 backend finds in its pass over the data and reports with
-:func:`~arrayselect.plugin.index_error`.
+:func:`~arrayselect.plugin.errors.index_error`.
 """
 
 from __future__ import annotations

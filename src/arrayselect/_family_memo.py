@@ -38,7 +38,7 @@ import operator
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Final, NamedTuple
 
-from arrayselect import _registry
+from arrayselect import _registry, _settings
 from arrayselect._backend import Backend
 from arrayselect._caches import register_cache
 from arrayselect._shapes import Shape
@@ -116,7 +116,7 @@ def signature(kind: str, operands: Sequence[Any]) -> Hashable | None:
     calls with those types read them from ``_layouts`` and sign the arrays in one
     ``map`` (a call of ten operands pays microseconds for the loop otherwise).
     """
-    portable = _registry.portable_forced()
+    portable = _settings.portable_forced()
     types = tuple(map(type, operands))
     try:
         layout = _layouts[types, portable]  # not .get(): see arrayselect._caches
@@ -182,7 +182,7 @@ def find(kind: str, operands: Sequence[Any]) -> Memo | None:
         memo = _family_find(
             kind,
             operands,
-            _registry.portable_forced(),
+            _settings.portable_forced(),
             _layouts,
             checks,
             _memos,
@@ -281,7 +281,7 @@ def remember(
         else tuple(i for i, x in enumerate(operands) if id(x) in ids)
     )
     like_at = next(i for i, x in enumerate(operands) if x is like)
-    portable = _registry.portable_forced()
+    portable = _settings.portable_forced()
     spec = backend.signature
     for x in arrays:
         if _signer_specs.get((type(x), portable)) != spec:

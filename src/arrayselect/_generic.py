@@ -9,6 +9,19 @@ it, and the double where where they do not (traced, data-free or lazy arrays).
 A backend that fuses some cases calls these for the rest (CuPy, PyTorch).
 
 They run on inputs the front ends of :mod:`arrayselect._family` have validated.
+:func:`fill_scalar`, the core's check of a Python-scalar ``fill_value`` for the
+result dtype, is here too, for a backend's own ``apply_where``.
+
+For example:
+
+A backend's ``select_n`` that fuses two cases and leaves the rest to the core:
+
+>>> import numpy as np
+>>> from arrayselect.plugin import generic
+>>> def select_n(backend, which, cases, shape, out):
+...     if len(cases) != 2:
+...         return generic.select_n(backend, which, cases, shape, out)
+...     return np.where(which.astype(bool), cases[1], cases[0])
 """
 
 from __future__ import annotations
@@ -23,7 +36,14 @@ from arrayselect._shapes import Shape
 from arrayselect._validate import PYTHON_SCALARS, fill_scalar
 from arrayselect._where import where
 
-__all__ = ["apply_where", "checked_fill", "double_where", "select_cases", "select_n"]
+__all__ = [
+    "apply_where",
+    "checked_fill",
+    "double_where",
+    "fill_scalar",
+    "select_cases",
+    "select_n",
+]
 
 
 def select_n(backend: Backend, which: Any, cases: tuple[Any, ...], shape: Shape, out: Any) -> Any:
@@ -31,7 +51,7 @@ def select_n(backend: Backend, which: Any, cases: tuple[Any, ...], shape: Shape,
 
     ``which`` is boolean (then exactly two cases) or integer; the cases are arrays
     of one dtype; all broadcast to ``shape``. An index outside ``[0, len(cases))``
-    raises :func:`~arrayselect.plugin.index_error` before anything is written;
+    raises :func:`~arrayselect.plugin.errors.index_error` before anything is written;
     traced or data-free indices, which have no values to check, are clamped (as
     ``lax.select_n`` does).
     """
@@ -188,7 +208,7 @@ def double_where(
 
 def checked_fill(backend: Backend, taken: Any, value: bool | int | float | complex) -> Any:
     """A Python-scalar ``fill_value`` checked by the core's rule for the result dtype
-    (:func:`~arrayselect.plugin.fill_scalar`), and that dtype, as a pair.
+    (:func:`~arrayselect.plugin.generic.fill_scalar`), and that dtype, as a pair.
 
     A Python scalar promotes by its type (the standard's rule), so a zero of it
     gives the dtype: array-api-strict's ``result_type`` raises its own

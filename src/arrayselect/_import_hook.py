@@ -20,7 +20,7 @@ from importlib.machinery import ModuleSpec
 from types import ModuleType
 from typing import Any
 
-__all__ = ["create_on_import", "on_import"]
+__all__ = ["on_import"]
 
 
 class _Loader(importlib.abc.Loader):
@@ -83,7 +83,7 @@ class _Finder(importlib.abc.MetaPathFinder):
 _finder = _Finder()
 
 
-def create_on_import(library: str, create: Callable[[], object]) -> None:
+def on_import(library: str, create: Callable[[], object]) -> None:
     """Call ``create()`` once ``library`` is imported: now if it is, else after its import.
 
     Parameters
@@ -94,6 +94,16 @@ def create_on_import(library: str, create: Callable[[], object]) -> None:
         Creates the backend (or whatever must follow the import); its errors are
         swallowed (the backend is then created when arrays arrive, as for every
         other library).
+
+    Examples
+    --------
+    What the torch backend does for ``torch.compile``, without importing torch:
+
+    >>> from arrayselect.plugin import on_import
+    >>> seen = []
+    >>> on_import("json", lambda: seen.append("json is imported"))
+    >>> seen
+    ['json is imported']
     """
     if library in sys.modules:
         with contextlib.suppress(Exception):
@@ -102,8 +112,3 @@ def create_on_import(library: str, create: Callable[[], object]) -> None:
     _finder.watched.setdefault(library, []).append(create)
     if _finder not in sys.meta_path:
         sys.meta_path.insert(0, _finder)
-
-
-#: What a plugin calls (:func:`arrayselect.plugin.on_import`): the same, by a name
-#: that does not speak of backends.
-on_import = create_on_import

@@ -19,7 +19,6 @@ to know how it was routed and the threads not in a block keep theirs.
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import importlib
 import threading
 from collections.abc import Callable, Container, Iterator, Sequence
@@ -32,6 +31,7 @@ import array_api_compat as compat
 from arrayselect._backend import PYTHON_SCALARS, Backend
 from arrayselect._caches import register_cache
 from arrayselect._errors import SelectTypeError
+from arrayselect._settings import force_portable_var, forcing, portable_forced
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -41,7 +41,6 @@ __all__ = [
     "force_portable",
     "get_backend",
     "library_of",
-    "portable_forced",
     "register_backend",
     "resolve",
     "resolve_inputs",
@@ -85,14 +84,6 @@ _factories: dict[str, BackendFactory | str] = dict(_BUILTIN)
 _backends: dict[tuple[str, bool], Backend] = {}
 _plugins_loaded = False
 _lock = threading.RLock()
-_force_portable: contextvars.ContextVar[bool] = contextvars.ContextVar(
-    "arrayselect_force_portable", default=False
-)
-# How many force_portable(True) blocks are open, in any thread or task. While it
-# is 0 no context can be forced, so nothing reads the context variable (cheaper,
-# and a plain int is something torch.compile can trace). A force_portable(False)
-# block forces nothing and does not count.
-_forcing = [0]
 # Fast paths by exact type of cond, and the library each serves.
 _installed_fast_paths: dict[type, Callable[..., Any]] = {}
 # Backend.tracing of the backends that override it, by exact array type: what
@@ -109,7 +100,7 @@ fast_paths: dict[type, Callable[..., Any]] = {}
 
 def _unless_forced(call: Callable[..., Any]) -> Callable[..., Any]:
     """``call``, stepping aside (``NotImplemented``) where this context forces portable."""
-    forced = _force_portable.get
+    forced = force_portable_var.get
 
     def fast_unless_forced(
         cond: Any, then: Any, else_: Any, ab: Any, axis: Any, cb: Any, out: Any
@@ -262,7 +253,7 @@ def _install_fast_path(library: str, backend: Backend) -> None:
     for array_type in fast.array_types:
         with _lock:
             _installed_fast_paths[array_type] = fast.call
-            fast_paths[array_type] = _unless_forced(fast.call) if _forcing[0] else fast.call
+            fast_paths[array_type] = _unless_forced(fast.call) if forcing[0] else fast.call
         _fast_path_library[array_type] = library
         if type(backend).tracing is not Backend.tracing:
             tracing_checks[array_type] = backend.tracing
@@ -278,11 +269,11 @@ def create_backend(library: str) -> None:
     their arrays (see :mod:`arrayselect._import_hook`).
     """
     xp = importlib.import_module(f"array_api_compat.{library}")
-    previous = _force_portable.set(False)
+    previous = force_portable_var.set(False)
     try:
         get_backend(library, xp)
     finally:
-        _force_portable.reset(previous)
+        force_portable_var.reset(previous)
 
 
 def active_backend(library: str) -> Backend | None:
@@ -297,11 +288,6 @@ def active_backend(library: str) -> Backend | None:
 def fast_path_for(array_type: type) -> Callable[..., Any] | None:
     """The fast path installed for ``cond`` arrays of exactly ``array_type``, if any."""
     return _installed_fast_paths.get(array_type)
-
-
-def portable_forced() -> bool:
-    """Whether :func:`force_portable` is in effect in this thread or task."""
-    return bool(_forcing[0]) and _force_portable.get()
 
 
 @contextlib.contextmanager
@@ -325,25 +311,25 @@ def force_portable(enabled: bool = True) -> Iterator[None]:
     ...     asel.select(np.array([True, False]), np.array([1, 2]), np.array([3, 4]))
     array([1, 4])
     """
-    token = _force_portable.set(enabled)
+    token = force_portable_var.set(enabled)
     if not enabled:  # forces nothing: no fast path needs to step aside
         try:
             yield
         finally:
-            _force_portable.reset(token)
+            force_portable_var.reset(token)
         return
     with _lock:
-        _forcing[0] += 1
-        if _forcing[0] == 1:
+        forcing[0] += 1
+        if forcing[0] == 1:
             for array_type, call in _installed_fast_paths.items():
                 fast_paths[array_type] = _unless_forced(call)
     try:
         yield
     finally:
-        _force_portable.reset(token)
+        force_portable_var.reset(token)
         with _lock:
-            _forcing[0] -= 1
-            if not _forcing[0]:
+            forcing[0] -= 1
+            if not forcing[0]:
                 fast_paths.update(_installed_fast_paths)
 
 

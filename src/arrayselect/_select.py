@@ -205,6 +205,14 @@ def select_positional(
 
     A fast path is called with the seven arguments by position; this is what it hands a
     call it does not serve, with no keyword packing on the way.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from arrayselect.plugin import select_positional
+    >>> c = np.array([True, False])
+    >>> select_positional(c, np.array([1, 2]), 0, "numpy", -1, "unidirectional", None)
+    array([1, 0])
     """
     backend, decision, then, else_ = validate(
         cond, then, else_, auto_broadcast, axis, cond_broadcast, out

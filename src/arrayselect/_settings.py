@@ -8,15 +8,29 @@ after every change.
 * the number of threads a kernel may split a large select across
   (``ARRAYSELECT_NUM_THREADS``, else the cores this process may run on);
 * the most bytes of freed large outputs a kernel keeps for reuse
-  (``ARRAYSELECT_POOL_MB``), and :func:`release_memory` to free them now.
+  (``ARRAYSELECT_POOL_MB``), and :func:`release_memory` to free them now;
+* whether :func:`arrayselect.force_portable` routes this thread's or task's calls to
+  the portable backend (:func:`portable_forced`; the registry opens the blocks).
 
 In a build without the NumPy kernel (``arrayselect.show_runtime()`` says) no
 kernel subscribes: the functions still check, record and return their values,
 but nothing uses them.
+
+For example:
+
+A backend reaches this module as ``arrayselect.plugin.settings``; a kernel
+subscribes with ``settings.on_change(num_threads, pool_limit, release)`` and is told
+the values at once and after every change. A backend that splits work on its own
+threads asks:
+
+>>> from arrayselect.plugin import settings
+>>> 1 <= settings.get_num_threads() <= settings.MAX_THREADS
+True
 """
 
 from __future__ import annotations
 
+import contextvars
 import os
 import threading
 import warnings
@@ -34,6 +48,7 @@ __all__ = [
     "get_pool_limit",
     "num_threads_chosen",
     "on_change",
+    "portable_forced",
     "release_memory",
     "set_num_threads",
     "set_pool_limit",
@@ -54,6 +69,32 @@ Listener = tuple[Callable[[int], object], Callable[[int], object], Callable[[], 
 
 _lock = threading.Lock()
 _listeners: list[Listener] = []
+
+# force_portable's setting, per thread and asyncio task.
+force_portable_var: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "arrayselect_force_portable", default=False
+)
+# How many force_portable(True) blocks are open, in any thread or task. While it
+# is 0 no context can be forced, so nothing reads the context variable (cheaper,
+# and a plain int is something torch.compile can trace). A force_portable(False)
+# block forces nothing and does not count.
+forcing = [0]
+
+
+def portable_forced() -> bool:
+    """Whether :func:`arrayselect.force_portable` is in effect in this thread or task.
+
+    Examples
+    --------
+    >>> import arrayselect as asel
+    >>> from arrayselect.plugin import settings
+    >>> with asel.force_portable():
+    ...     settings.portable_forced()
+    True
+    >>> settings.portable_forced()
+    False
+    """
+    return bool(forcing[0]) and force_portable_var.get()
 
 
 def default_num_threads() -> int:

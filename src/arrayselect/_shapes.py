@@ -241,6 +241,12 @@ def same_dim(a: Dim, b: Dim) -> bool | None:
 
     ``None`` when it cannot be told: one is unknown, or they are symbolic
     dimensions whose difference is not known to be zero or nonzero.
+
+    Examples
+    --------
+    >>> from arrayselect.plugin import same_dim
+    >>> same_dim(3, 3), same_dim(3, 4), same_dim(None, 3)
+    (True, False, None)
     """
     if type(a) is int and type(b) is int:
         return a == b

@@ -495,6 +495,20 @@ def check_out_layout(backend: Backend, out: Any) -> None:
     SelectValueError
         If ``out`` is read-only or its elements overlap (a zero stride, or
         strides that make two positions share bytes).
+
+    Examples
+    --------
+    A fast path that cached the decision for ``out``'s shape and dtype still asks
+    this of every new ``out``:
+
+    >>> import numpy as np
+    >>> import arrayselect as asel
+    >>> from arrayselect.plugin import check_out_layout
+    >>> backend = asel.backend_for(np.ones(3), np.ones(3), np.ones(3))
+    >>> check_out_layout(backend, np.broadcast_to(np.zeros(1), (3,)))
+    Traceback (most recent call last):
+        ...
+    arrayselect.SelectValueError: out is read-only (out.flags.writeable is False)
     """
     layout = backend.out_layout(out)
     if not layout.writeable:

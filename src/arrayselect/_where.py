@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any, Final, NamedTuple, cast
 
-from arrayselect import _registry
+from arrayselect import _registry, _settings
 from arrayselect._backend import Backend
 from arrayselect._errors import (
     ScalarOverflowError,
@@ -70,7 +70,7 @@ class _Promotion(NamedTuple):
 
 _promotions: dict[Hashable, _Promotion] = {}
 _tracing_checks = _registry.tracing_checks
-_portable_forced = _registry.portable_forced
+_portable_forced = _settings.portable_forced
 _ZEROS: Final[dict[type, Any]] = {bool: False, int: 0, float: 0.0, complex: 0j}
 
 

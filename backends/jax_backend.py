@@ -12,17 +12,14 @@ on tracers and on symbolic (``jax.export``) shapes.
 Eager calls on concrete arrays take the core's fast path
 (:class:`~arrayselect.plugin.SignatureCache`): the first call of a signature is
 validated by the core, later ones re-check only Python scalars' values and
-devices. Each plan runs as a ``jax.jit``-compiled function kept in a bounded,
-thread-safe LRU cache.
+devices. Each plan runs as a ``jax.jit``-compiled function kept in a bounded cache
+(:class:`~arrayselect.plugin.BoundedCache`, the core's one cache type).
 """
 
 from __future__ import annotations
 
-import collections
-import contextlib
 import functools
 import operator
-import threading
 import warnings
 from collections.abc import Callable, Hashable, Sequence
 from types import ModuleType
@@ -35,6 +32,7 @@ from jax import lax
 
 from arrayselect.plugin import (
     Backend,
+    BoundedCache,
     Decision,
     DtypeKind,
     FastPath,
@@ -43,7 +41,6 @@ from arrayselect.plugin import (
     SignatureCache,
     errors,
     generic,
-    register_cache,
     same_dim,
 )
 
@@ -104,48 +101,6 @@ class CacheInfo(NamedTuple):
     functions: int
     executables: int
     maxsize: int
-
-
-class _LRU:
-    """A bounded least-recently-used mapping, safe to use from several threads.
-
-    Lookups take no lock (single ``OrderedDict`` operations are atomic);
-    insertions and evictions do.
-    """
-
-    def __init__(self, maxsize: int) -> None:
-        self.maxsize = maxsize
-        self._data: collections.OrderedDict[Hashable, Any] = collections.OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: Hashable) -> Any:
-        """The value for ``key`` (now the most recently used), or ``None``."""
-        value = self._data.get(key)
-        if value is not None:
-            with contextlib.suppress(KeyError):  # evicted by another thread meanwhile
-                self._data.move_to_end(key)
-        return value
-
-    def put(self, key: Hashable, value: Any) -> None:
-        """Store ``value``; evict the least recently used entries beyond the bound."""
-        with self._lock:
-            self._data[key] = value
-            self._data.move_to_end(key)
-            while len(self._data) > self.maxsize:
-                self._data.popitem(last=False)
-
-    def pop(self, key: Hashable) -> None:
-        """Drop ``key`` if present."""
-        with self._lock:
-            self._data.pop(key, None)
-
-    def clear(self) -> None:
-        """Drop every entry."""
-        with self._lock:
-            self._data.clear()
-
-    def __len__(self) -> int:
-        return len(self._data)
 
 
 def _is_one(d: Any) -> bool:
@@ -351,12 +306,12 @@ class JaxBackend(Backend):
     )
 
     def __init__(self, cache_size: int = DEFAULT_CACHE_SIZE) -> None:
-        self._kinds: dict[Any, DtypeKind | None] = {}
-        self._held: dict[tuple[Any, bool], Any] = {}
-        self._int_ranges: dict[Any, tuple[int, int]] = {}
-        self._float_maxes: dict[Any, float] = {}
-        self._plan_fns = _LRU(cache_size)
-        self._plan_fn_data = self._plan_fns._data
+        self._kinds = BoundedCache[Any, DtypeKind | None]("jax_backend.dtype_kinds", 256)
+        self._held = BoundedCache[tuple[Any, bool], Any]("jax_backend.held_dtypes", 256)
+        self._int_ranges = BoundedCache[Any, tuple[int, int]]("jax_backend.int_ranges", 256)
+        self._float_maxes = BoundedCache[Any, float]("jax_backend.float_maxes", 256)
+        self._plan_fns = BoundedCache[SelectPlan, Any]("jax_backend.plan_functions", cache_size)
+        self._plan_fn_data = self._plan_fns.data
         self._cache_size = cache_size
         self._trace_count = 0
         # jax.jit refuses committed inputs on different devices: on a cached
@@ -369,14 +324,12 @@ class JaxBackend(Backend):
             devices_checked_by_run=True,
             maxsize=cache_size,
         )
-        register_cache("jax_backend.plan_functions", lambda: (len(self._plan_fns), cache_size))
-        register_cache("jax_backend.signatures", lambda: (len(self._fast), cache_size))
 
     # -- queries used by the core's validation ---------------------------------
 
     def dtype_kind(self, dtype: Any) -> DtypeKind | None:
         try:
-            return self._kinds[dtype]
+            return self._kinds.data[dtype]
         except KeyError:
             pass
         except TypeError:  # unhashable: not a dtype
@@ -389,16 +342,14 @@ class JaxBackend(Backend):
                     break
             except (TypeError, ValueError):
                 break
-        if len(self._kinds) < 256:
-            self._kinds[dtype] = kind
-        return kind
+        return self._kinds.put(dtype, kind)
 
     def held_dtype(self, dtype: Any) -> Any:
         # What JAX makes of a NumPy (or earlier 64-bit) array now: int64 becomes
         # int32 with 64-bit mode off, float128 is refused. Asked of JAX, per mode.
         key = (dtype, x64_enabled())
         try:
-            return self._held[key]
+            return self._held.data[key]
         except KeyError:
             pass
         except TypeError:  # unhashable: not a dtype
@@ -409,9 +360,7 @@ class JaxBackend(Backend):
                 held: Any = jnp.zeros((), dtype).dtype
         except (TypeError, ValueError):
             held = None
-        if len(self._held) < 256:
-            self._held[key] = held
-        return held
+        return self._held.put(key, held)
 
     def result_type(self, x1: Any, x2: Any) -> Any:
         # JAX's own promotion, for NumPy operands too: what jnp.where gives them
@@ -429,16 +378,16 @@ class JaxBackend(Backend):
         return x64_enabled()
 
     def int_range(self, dtype: Any) -> tuple[int, int]:
-        found = self._int_ranges.get(dtype)
+        found = self._int_ranges.data.get(dtype)
         if found is None:
             info = _iinfo(dtype)
-            found = self._int_ranges[dtype] = (int(info.min), int(info.max))
+            found = self._int_ranges.put(dtype, (int(info.min), int(info.max)))
         return found
 
     def float_max(self, dtype: Any) -> float:
-        found = self._float_maxes.get(dtype)
+        found = self._float_maxes.data.get(dtype)
         if found is None:
-            found = self._float_maxes[dtype] = float(_finfo(dtype).max)
+            found = self._float_maxes.put(dtype, float(_finfo(dtype).max))
         return found
 
     def default_dtype(self, scalar_type: type, like: Any) -> Any:
@@ -489,7 +438,7 @@ class JaxBackend(Backend):
         # A new signature may compile a new executable (one per dtypes, weak types
         # and shardings): bound them by starting the function afresh.
         if getattr(fn, "_cache_size", lambda: 0)() >= self._cache_size:
-            self._plan_fns.pop(plan)
+            self._plan_fn_data.pop(plan, None)
             fn = self._plan_fn(plan)
         return fn(cond, then, else_)
 

@@ -15,7 +15,16 @@ from typing import Any
 
 import array_api_compat as compat
 
-from arrayselect.plugin import Backend, DtypeKind, OutLayout, SelectPlan, Shape, errors, settings
+from arrayselect.plugin import (
+    Backend,
+    BoundedCache,
+    DtypeKind,
+    OutLayout,
+    SelectPlan,
+    Shape,
+    errors,
+    settings,
+)
 
 __all__ = ["PortableBackend", "create"]
 
@@ -61,7 +70,7 @@ class PortableBackend(Backend):
             f"{library} arrays are immutable or lazy, so the result cannot be written into "
             "an existing array; use the returned array instead"
         )
-        self._held: dict[tuple[Any, Hashable], Any] = {}
+        self._held = BoundedCache[tuple[Any, Hashable], Any](f"{self.name}.held_dtypes", 256)
         # What the library's handling of dtypes depends on: JAX's 64-bit mode.
         self._mode: Callable[[], Hashable] | None = None
         if library == "jax":
@@ -96,7 +105,7 @@ class PortableBackend(Backend):
         # Asked of the library, once per dtype and mode: the dtype of a new array.
         key = (dtype, self.dtype_mode())
         try:
-            return self._held[key]
+            return self._held.data[key]
         except KeyError:
             pass
         except TypeError:  # unhashable: not a dtype
@@ -107,9 +116,7 @@ class PortableBackend(Backend):
                 held: Any = self.xp.zeros((), dtype=dtype).dtype
         except (TypeError, ValueError):
             held = None
-        if len(self._held) < 256:
-            self._held[key] = held
-        return held
+        return self._held.put(key, held)
 
     def dtype_mode(self) -> Hashable:
         return None if self._mode is None else self._mode()

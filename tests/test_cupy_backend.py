@@ -135,7 +135,7 @@ def test_large_contiguous_same_shape(name: str, cond: str):
     t, e = _device_bits((n,), name), _device_bits((n,), name)
     for _ in range(2):
         _assert_same_bits(asel.select(c, t, e), _where_bits(c, t, e))
-    assert t.dtype.itemsize in cupy_backend._vector_kernels
+    assert t.dtype.itemsize in cupy_backend._vector_kernels.data
     # then shifted by one element: misaligned for 16-byte words, element-wise kernel
     t1 = _device_bits((n + 1,), name)[1:]
     _assert_same_bits(asel.select(c, t1, e), _where_bits(c, t1, e))

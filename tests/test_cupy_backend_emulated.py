@@ -446,7 +446,7 @@ def test_devices(cp: ModuleType):
 
 
 def test_kernels_are_created_once(cp: ModuleType, emu: SimpleNamespace):
-    cache = emu.module._elementwise_kernels
+    cache = emu.module._elementwise_kernels.data
     c = _on(cp, np.array([True, False]))
     for name in DTYPES:
         if name == "bfloat16":

@@ -13,6 +13,7 @@ import numpy as np
 
 from arrayselect.plugin import (
     Backend,
+    BoundedCache,
     Decision,
     FastPath,
     NumpyDtypes,
@@ -22,7 +23,6 @@ from arrayselect.plugin import (
     SignatureCache,
     errors,
     generic,
-    register_cache,
 )
 
 from . import kernels as ck
@@ -36,21 +36,23 @@ _VALUE_RAW: dict[int, np.dtype[Any]] = {k: np.dtype(v) for k, v in ck.VALUE_RAW_
 _COND_RAW: dict[int, np.dtype[Any]] = {k: np.dtype(v) for k, v in ck.COND_RAW_DTYPES.items()}
 
 _lock = threading.Lock()
-_elementwise_kernels: dict[tuple[int, int], Any] = {}
-_vector_kernels: dict[int, Any] = {}
-_family_kernels: dict[ck.FamilySpec, Any] = {}
-_cases_kernels: dict[tuple[tuple[int, ...], int], Any] = {}
-_strided_kernels: dict[ck.StridedSpec, Any] = {}
-_cases_vector_kernels: dict[ck.CasesVectorSpec, Any] = {}
+_elementwise_kernels = BoundedCache[tuple[int, int], Any]("cupy_backend.elementwise_kernels", 256)
+_vector_kernels = BoundedCache[int, Any]("cupy_backend.vector_kernels", 256)
+_family_kernels = BoundedCache[ck.FamilySpec, Any]("cupy_backend.family_kernels", 256)
+_cases_kernels = BoundedCache[tuple[tuple[int, ...], int], Any]("cupy_backend.cases_kernels", 256)
+_strided_kernels = BoundedCache[ck.StridedSpec, Any]("cupy_backend.strided_kernels", 256)
+_cases_vector_kernels = BoundedCache[ck.CasesVectorSpec, Any](
+    "cupy_backend.cases_vector_kernels", 256
+)
 
 
 def elementwise_kernel(cond_itemsize: int, value_itemsize: int) -> Any:
     """The ``cupy.ElementwiseKernel`` for these item sizes (created once, then cached)."""
     key = (cond_itemsize, value_itemsize)
-    kernel = _elementwise_kernels.get(key)
+    kernel = _elementwise_kernels.data.get(key)
     if kernel is None:
         with _lock:
-            kernel = _elementwise_kernels.get(key)
+            kernel = _elementwise_kernels.data.get(key)
             if kernel is None:
                 spec = ck.elementwise_spec(
                     np.dtype(ck.COND_RAW_DTYPES[cond_itemsize]),
@@ -59,7 +61,7 @@ def elementwise_kernel(cond_itemsize: int, value_itemsize: int) -> Any:
                 kernel = cupy.ElementwiseKernel(
                     spec.in_params, spec.out_params, spec.operation, name=spec.name
                 )
-                _elementwise_kernels[key] = kernel
+                _elementwise_kernels.put(key, kernel)
     return kernel
 
 
@@ -68,13 +70,13 @@ def vector_kernel(spec: ck.VectorSpec) -> Any:
 
     ``spec`` is a :class:`~arrayselect.backends.cupy_backend.kernels.VectorSpec`.
     """
-    kernel = _vector_kernels.get(spec.value_itemsize)
+    kernel = _vector_kernels.data.get(spec.value_itemsize)
     if kernel is None:
         with _lock:
-            kernel = _vector_kernels.get(spec.value_itemsize)
+            kernel = _vector_kernels.data.get(spec.value_itemsize)
             if kernel is None:
                 kernel = cupy.RawKernel(spec.source, spec.name)
-                _vector_kernels[spec.value_itemsize] = kernel
+                _vector_kernels.put(spec.value_itemsize, kernel)
     return kernel
 
 
@@ -83,15 +85,15 @@ def family_kernel(spec: ck.FamilySpec) -> Any:
 
     ``spec`` is a :class:`~arrayselect.backends.cupy_backend.kernels.FamilySpec`.
     """
-    kernel = _family_kernels.get(spec)
+    kernel = _family_kernels.data.get(spec)
     if kernel is None:
         with _lock:
-            kernel = _family_kernels.get(spec)
+            kernel = _family_kernels.data.get(spec)
             if kernel is None:
                 kernel = cupy.ElementwiseKernel(
                     spec.in_params, spec.out_params, spec.operation, name=spec.name
                 )
-                _family_kernels[spec] = kernel
+                _family_kernels.put(spec, kernel)
     return kernel
 
 
@@ -122,7 +124,6 @@ class CupyBackend(NumpyDtypes, Backend):
         self._fast = SignatureCache(
             self, (cupy.ndarray,), None, prepare=self._prepare, devices_in_signature=True
         )
-        register_cache("cupy_backend.fast_path", lambda: (len(self._fast), self._fast.maxsize))
 
     # ------------------------------------------------------------- queries
     def signature(self, x: Any) -> Hashable:
@@ -388,15 +389,15 @@ class CupyBackend(NumpyDtypes, Backend):
         return result
 
 
-def _raw_kernel(cache: dict[Any, Any], spec: ck.CasesVectorSpec | ck.StridedSpec) -> Any:
+def _raw_kernel(cache: BoundedCache[Any, Any], spec: ck.CasesVectorSpec | ck.StridedSpec) -> Any:
     """The ``cupy.RawKernel`` of ``spec`` (``source`` and ``name``), created once into
     ``cache``."""
-    kernel = cache.get(spec)
+    kernel = cache.data.get(spec)
     if kernel is None:
         with _lock:
-            kernel = cache.get(spec)
+            kernel = cache.data.get(spec)
             if kernel is None:
-                kernel = cache[spec] = cupy.RawKernel(spec.source, spec.name)
+                kernel = cache.put(spec, cupy.RawKernel(spec.source, spec.name))
     return kernel
 
 
@@ -443,11 +444,11 @@ def _cases_kernel(cond_itemsizes: tuple[int, ...], value_itemsize: int) -> Any:
     """The ``select_cases`` kernel for these item sizes, its spec made once (its source
     strings cost a small call more than the launch)."""
     key = (cond_itemsizes, value_itemsize)
-    kernel = _cases_kernels.get(key)
+    kernel = _cases_kernels.data.get(key)
     if kernel is None:
         kernel = family_kernel(ck.select_cases_spec(cond_itemsizes, value_itemsize))
         with _lock:
-            _cases_kernels[key] = kernel
+            _cases_kernels.put(key, kernel)
     return kernel
 
 

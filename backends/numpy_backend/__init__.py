@@ -30,7 +30,6 @@ from arrayselect.plugin import (
     SelectPlan,
     Shape,
     SignatureCache,
-    register_cache,
 )
 
 from . import family as _family
@@ -85,9 +84,7 @@ class NumpyBackend(NumpyDtypes, Backend):
                 and type(self).shape is NumpyBackend.shape
             )
             return _fast_path.fast_path(self, memory_layout)
-        cache = SignatureCache(self, (np.ndarray,), self._run)
-        register_cache("numpy_backend.fast_path", lambda: (len(cache), cache.maxsize))
-        return cache.fast_path()
+        return SignatureCache(self, (np.ndarray,), self._run).fast_path()
 
     def _run(self, cond: Any, then: Any, else_: Any, decision: Decision, out: Any) -> Any:
         """A cached signature's call without the kernel (Python scalars already checked)."""

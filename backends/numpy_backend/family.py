@@ -21,7 +21,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from arrayselect.plugin import Backend, Shape, errors, generic, register_cache
+from arrayselect.plugin import Backend, BoundedCache, Shape, errors, generic
 
 from .kernel import KERNEL_MISSING
 from .numpy_route import warn_kernel_missing
@@ -302,7 +302,8 @@ def _take(cond: np.ndarray, x: np.ndarray, where: list[Any]) -> np.ndarray:
 # other side's dtype or Python scalar type). NumPy 2 promotes a Python scalar by its
 # type, never its value (NEP 50), so these are all it depends on; the lookup costs a
 # third of np.result_type's call, which a call of 10^3 elements notices.
-_promoted: dict[tuple[Any, Any, Any], Any] = {}
+_PROMOTED = BoundedCache[tuple[Any, Any, Any], Any]("numpy_backend.promotions", 256)
+_promoted = _PROMOTED.data  # read on every call
 
 
 def _promote(backend: Any, taken: Any, other: Any) -> Any:
@@ -315,11 +316,7 @@ def _promote(backend: Any, taken: Any, other: Any) -> Any:
     try:
         return _promoted[key]  # not .get(): see arrayselect._caches
     except KeyError:
-        dtype = backend.result_type(taken, other)
-        if len(_promoted) >= 256:
-            _promoted.clear()  # cheap to ask again
-        _promoted[key] = dtype
-    return dtype
+        return _PROMOTED.put(key, backend.result_type(taken, other))
 
 
 # Per Python scalar fill_value, by identity (0.0 and -0.0 are equal but differ in
@@ -329,8 +326,10 @@ def _promote(backend: Any, taken: Any, other: Any) -> Any:
 # stays that object's; np.nan, a module constant or a literal in the caller's code
 # is one object from call to call. A call of 10^3 elements notices the promotion,
 # the range check and the conversion (about 0.5 us of its 5).
-_fills: dict[int, tuple[Any, Any, Any, Any, np.ndarray]] = {}
-register_cache("numpy_backend.apply_where_fills", lambda: (len(_fills), 256))
+_FILLS = BoundedCache[int, tuple[Any, Any, Any, Any, np.ndarray]](
+    "numpy_backend.apply_where_fills", 256
+)
+_fills = _FILLS.data  # read on every call
 
 
 def _scalar_fill(backend: Any, taken: Any, fill_value: Any) -> tuple[Any, np.ndarray]:
@@ -347,9 +346,7 @@ def _scalar_fill(backend: Any, taken: Any, fill_value: Any) -> tuple[Any, np.nda
     # wrapper: for a Python scalar, np.array(v, dtype) converts as ndarray.fill does
     base = np.array(generic.fill_scalar(backend, fill_value, dtype), dtype)
     base.flags.writeable = False
-    if len(_fills) >= 256:
-        _fills.clear()  # cheap to make again
-    _fills[id(fill_value)] = (fill_value, backend, taken.dtype, dtype, base)
+    _FILLS.put(id(fill_value), (fill_value, backend, taken.dtype, dtype, base))
     return dtype, base
 
 

@@ -55,6 +55,7 @@ from arrayselect.backends.numpy_backend.kernel import KERNEL_MISSING, kernel_sel
 
 from arrayselect.plugin import (
     Backend,
+    BoundedCache,
     Decision,
     DtypeKind,
     FastPath,
@@ -64,7 +65,6 @@ from arrayselect.plugin import (
     SignatureCache,
     generic,
     on_import,
-    register_cache,
     settings,
 )
 
@@ -345,8 +345,7 @@ def _dual_level_open() -> bool:
 
 # Result layouts of recent kernel calls: (sizes and strides of each operand, scalar,
 # int cond) -> the strides torch.where's result would have (torch_layout).
-_LAYOUTS: dict[Any, tuple[int, ...]] = {}
-_LAYOUTS_MAX = 256
+_LAYOUTS = BoundedCache[Any, tuple[int, ...]]("torch_backend.result_layouts", 256)
 
 
 def _result_strides(
@@ -362,7 +361,7 @@ def _result_strides(
             continue
         operands.append(x if aligned is None else x.reshape(aligned))
     key = (tuple((tuple(x.shape), tuple(x.stride())) for x in operands), scalar, cond_bool)
-    found = _LAYOUTS.get(key)
+    found = _LAYOUTS.data.get(key)
     if found is not None:
         return found
     if not cond_bool:  # cond != 0: an iterator of its own, with a scalar
@@ -370,10 +369,7 @@ def _result_strides(
         strides = torch_layout.iterator_strides(tuple(c.shape), [c], scalar=True)
         operands[0] = torch.empty_strided(c.shape, strides, dtype=torch.bool, device="meta")
     found = torch_layout.iterator_strides(tuple(plan.out_shape), operands, scalar)  # type: ignore[arg-type]
-    if len(_LAYOUTS) >= _LAYOUTS_MAX:
-        _LAYOUTS.clear()
-    _LAYOUTS[key] = found
-    return found
+    return _LAYOUTS.put(key, found)
 
 
 def _empty(shape: Shape, strides: tuple[int, ...] | None, dtype: Any) -> Any:
@@ -476,7 +472,6 @@ class TorchBackend(Backend):
         self._fast = SignatureCache(
             self, _ARRAY_TYPES, None, prepare=self._prepare, devices_in_signature=True
         )
-        register_cache("torch_backend.fast_path", lambda: (len(self._fast), self._fast.maxsize))
 
     # -- queries used by the core's validation ---------------------------------
 

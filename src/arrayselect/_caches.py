@@ -1,8 +1,14 @@
-"""Every cache the library keeps, with its bound, for tests and diagnostics.
+"""Every cache the library keeps: one type, one eviction rule, each registered.
 
-A module that keeps a cache registers a reporter once; :func:`cache_sizes`
-asks them all. The concurrency tests check that no cache exceeds its bound,
-however many distinct shapes and dtypes go through :func:`arrayselect.select`.
+A cache holds what the core decided for a key (a call signature, a dtype, a type) and
+is a :class:`BoundedCache`: a ``dict`` of at most ``maxsize`` entries, registered
+under its name when made, so that :func:`cache_sizes` reports every one. The rule:
+a write that would pass the bound first empties the cache. What it held is cheap to
+decide again, and a hit stays one plain dict lookup, with no bookkeeping per hit (an
+LRU order would cost a write on every hit, and a lock under free threading). The
+concurrency tests check that no cache exceeds its bound however many distinct shapes
+and dtypes go through :func:`arrayselect.select`, and ``tests/test_caches.py`` reads
+the source for any other dict that is written to after import.
 
 The hot paths read their caches as ``cache[key]`` (a miss is a ``KeyError``), not
 ``cache.get(key)``: on free-threaded CPython 3.13 (3.13.5t measured), ``dict.get``
@@ -15,9 +21,13 @@ call of ``where`` in a worker thread took 24 µs instead of 2.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
+from typing import Generic, TypeVar
 
-__all__ = ["cache_sizes", "register_cache"]
+__all__ = ["BoundedCache", "cache_sizes", "register_cache"]
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
 
 #: ``report() -> (current size, bound)``
 CacheReport = Callable[[], tuple[int, int]]
@@ -34,9 +44,8 @@ def register_cache(name: str, report: CacheReport) -> None:
 
     Examples
     --------
-    >>> from arrayselect.plugin import register_cache
-    >>> _layouts: dict[object, object] = {}
-    >>> register_cache("mylib.layouts", lambda: (len(_layouts), 64))
+    >>> from arrayselect._caches import register_cache
+    >>> register_cache("mylib.layouts", lambda: (0, 64))
     """
     with _lock:
         _reports[name] = report
@@ -47,3 +56,57 @@ def cache_sizes() -> dict[str, tuple[int, int]]:
     with _lock:
         reports = list(_reports.items())
     return {name: report() for name, report in reports}
+
+
+class BoundedCache(Generic[K, V]):
+    """A cache of at most ``maxsize`` entries, registered as ``name``.
+
+    Read ``cache.data``, a plain ``dict`` (``data[key]``; a miss is a ``KeyError``):
+    C hit paths and tracing compilers read it like any dict, and a module may bind it
+    to a name once, since it stays the same object. Write with :meth:`put`: a new key
+    in a full cache first empties it, the one eviction rule of the library.
+
+    Examples
+    --------
+    >>> from arrayselect.plugin import BoundedCache
+    >>> kinds = BoundedCache("mylib.kinds", 2)
+    >>> kinds.put("a", 1), kinds.put("b", 2), kinds.put("c", 3)
+    (1, 2, 3)
+    >>> kinds.data, kinds.report()
+    ({'c': 3}, (1, 2))
+    """
+
+    __slots__ = ("data", "maxsize", "name")
+
+    def __init__(self, name: str, maxsize: int) -> None:
+        if maxsize < 1:
+            raise ValueError(f"maxsize must be at least 1, got {maxsize}")
+        self.name = name
+        self.maxsize = maxsize
+        self.data: dict[K, V] = {}
+        register_cache(name, self.report)
+
+    def put(self, key: K, value: V) -> V:
+        """Store ``value`` under ``key`` (emptying a full cache first); return ``value``.
+
+        No lock (tracing compilers follow plain dict operations): a lost race between
+        threads costs only deciding again. Trimmed after inserting, so that each thread
+        leaves the cache within its bound, with or without a GIL.
+        """
+        data = self.data
+        data[key] = value
+        if len(data) > self.maxsize:
+            data.clear()  # cheap to decide again
+            data[key] = value
+        return value
+
+    def clear(self) -> None:
+        """Forget every entry."""
+        self.data.clear()
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def report(self) -> tuple[int, int]:
+        """``(size, bound)``, what :func:`cache_sizes` shows."""
+        return len(self.data), self.maxsize

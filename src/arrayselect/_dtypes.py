@@ -8,13 +8,12 @@ classify. The answers are written here once; backends delegate to them.
 
 from __future__ import annotations
 
-import threading
 from typing import Any, Final
 
 import numpy as np
 
 from arrayselect._backend import PYTHON_SCALARS, DtypeKind
-from arrayselect._caches import register_cache
+from arrayselect._caches import BoundedCache
 
 __all__ = [
     "NUMPY_DEFAULT_DTYPES",
@@ -58,10 +57,8 @@ _NUMPY_KINDS: Final[dict[str, DtypeKind]] = {
     "f": "float",
     "c": "complex",
 }
-_KINDS_CACHE_SIZE: Final = 256
-_kinds: dict[np.dtype[Any], DtypeKind | None] = {}
-_kinds_lock = threading.Lock()
-register_cache("_dtypes.numpy_dtype_kind", lambda: (len(_kinds), _KINDS_CACHE_SIZE))
+_KINDS = BoundedCache[np.dtype[Any], DtypeKind | None]("_dtypes.numpy_dtype_kind", 256)
+_kinds = _KINDS.data  # read on every dtype question
 
 
 def numpy_dtype(name: str) -> np.dtype[Any]:
@@ -114,10 +111,7 @@ def numpy_dtype_kind(dtype: Any) -> DtypeKind | None:
     if not isinstance(dtype, np.dtype):
         return None
     kind = _NUMPY_KINDS.get(dtype.kind) or _ml_dtypes_kind(dtype)
-    with _kinds_lock:  # a miss is rare; the lock keeps the bound exact
-        if len(_kinds) < _KINDS_CACHE_SIZE:
-            _kinds[dtype] = kind
-    return kind
+    return _KINDS.put(dtype, kind)
 
 
 def numpy_int_range(dtype: np.dtype[Any]) -> tuple[int, int]:

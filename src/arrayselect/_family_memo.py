@@ -40,7 +40,7 @@ from typing import Any, Final, NamedTuple
 
 from arrayselect import _registry, _settings
 from arrayselect._backend import Backend
-from arrayselect._caches import register_cache
+from arrayselect._caches import BoundedCache
 from arrayselect._shapes import Shape
 from arrayselect._validate import PYTHON_SCALARS, ScalarRange
 
@@ -88,23 +88,24 @@ class Memo(NamedTuple):
     like: int
 
 
-_memos: dict[Hashable, Memo] = {}
+_MEMOS = BoundedCache[Hashable, Memo]("family.signatures", _CACHE_SIZE)
+_memos = _MEMOS.data  # read on every call (by the C lookup too)
 # Per array type and force_portable setting: the signature of an array by the backend
 # that serves it then (the native and the portable backend read different things: a
 # key made by one backend's signer would lack what the other's decision reads, such
 # as JAX's weak type). Set on each valid call, so a newly registered backend's
 # signer replaces the old one's at its first decision.
-_signers: dict[tuple[type, bool], Callable[[Any], Hashable]] = {}
+_SIGNERS = BoundedCache[tuple[type, bool], Callable[[Any], Hashable]]("family.signers", 256)
 # The ``backend.signature`` each signer was made from (a signer is made again only
 # when it changes, which invalidates the layouts below).
-_signer_specs: dict[tuple[type, bool], Any] = {}
+_SIGNER_SPECS = BoundedCache[tuple[type, bool], Any]("family.signer_specs", 256)
 # Per (operand types, force_portable): where the arrays are among the operands, their
 # one signer, and their distinct types (to ask whether a compiler traces). Derived
 # from ``_signers``, so cleared whenever a signer changes.
 _Pick = Callable[[Sequence[Any]], tuple[Any, ...]]
 _Layout = tuple[_Pick, Callable[[Any], Hashable], tuple[type, ...]]
-_layouts: dict[tuple[tuple[type, ...], bool], _Layout] = {}
-register_cache("family.signatures", lambda: (len(_memos), _CACHE_SIZE))
+_LAYOUTS = BoundedCache[tuple[tuple[type, ...], bool], _Layout]("family.layouts", _CACHE_SIZE)
+_layouts = _LAYOUTS.data  # read on every call (by the C lookup too)
 
 
 def signature(kind: str, operands: Sequence[Any]) -> Hashable | None:
@@ -142,7 +143,7 @@ def _first_signature(
     for i, t in enumerate(types):
         if t in PYTHON_SCALARS:
             continue  # a Python scalar stands for its type, which ``types`` holds
-        sign = _signers.get((t, portable))
+        sign = _SIGNERS.data.get((t, portable))
         if sign is None:
             return None
         tracing = _registry.tracing_checks.get(t)
@@ -155,9 +156,7 @@ def _first_signature(
     if all(s is signs[0] for s in signs):
         pick = operator.itemgetter(*at) if len(at) > 1 else _one(at[0])
         traced_types = tuple(dict.fromkeys(types[i] for i in at))
-        _layouts[types, portable] = (pick, signs[0], traced_types)
-        if len(_layouts) > _CACHE_SIZE:
-            _layouts.clear()
+        _LAYOUTS.put((types, portable), (pick, signs[0], traced_types))
     return (kind, portable, types, tuple(s(operands[i]) for s, i in zip(signs, at, strict=True)))
 
 
@@ -284,20 +283,17 @@ def remember(
     portable = _settings.portable_forced()
     spec = backend.signature
     for x in arrays:
-        if _signer_specs.get((type(x), portable)) != spec:
-            _signer_specs[type(x), portable] = spec
-            _signers[type(x), portable] = _signer(backend)
-            _layouts.clear()
+        if _SIGNER_SPECS.data.get((type(x), portable)) != spec:
+            _SIGNER_SPECS.put((type(x), portable), spec)
+            _SIGNERS.put((type(x), portable), _signer(backend))
+            _LAYOUTS.clear()
     key = signature(kind, operands)
     if key is None:
         return
-    # No lock: a lost race only costs deciding again. Trimmed after inserting, so
-    # that each thread leaves it within its bound, with or without a GIL.
-    _memos[key] = Memo(
-        backend, where, backend.dtype_mode(), shape, dtype, tuple(plans), devices, like_at
+    _MEMOS.put(
+        key,
+        Memo(backend, where, backend.dtype_mode(), shape, dtype, tuple(plans), devices, like_at),
     )
-    if len(_memos) > _CACHE_SIZE:
-        _memos.clear()  # cheap to decide again
 
 
 def clear() -> None:

@@ -24,11 +24,11 @@ steps in Python (:mod:`arrayselect._fastcall_py`), with the same answers.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Hashable
 from typing import Any
 
 from arrayselect._backend import Backend
+from arrayselect._caches import BoundedCache
 from arrayselect._errors import SelectError
 from arrayselect._fastcall_py import SignatureCall as _PySignatureCall
 from arrayselect._registry import FastPath
@@ -118,8 +118,10 @@ class SignatureCache:
         self.prepare = prepare
         self.maxsize = maxsize
         # per signature: (decision, what run receives, then's range, else's range)
-        self._cache: dict[Hashable, tuple[Decision, Any, Any, Any]] = {}
-        self._lock = threading.Lock()
+        self._entries = BoundedCache[Hashable, tuple[Decision, Any, Any, Any]](
+            f"{type(backend).__module__}.{type(backend).__name__}.signatures", maxsize
+        )
+        self._cache = self._entries.data  # the C hit path reads it
         # Backends that keep every array on one device need no device check.
         self._check_devices = type(backend).device_of is not Backend.device_of and not (
             devices_checked_by_run or devices_in_signature
@@ -177,8 +179,7 @@ class SignatureCache:
 
     def clear(self) -> None:
         """Forget every cached signature."""
-        with self._lock:
-            self._cache.clear()
+        self._entries.clear()
 
     def __call__(
         self,
@@ -211,8 +212,5 @@ class SignatureCache:
         if backend is self.backend:
             prepared = decision if self.prepare is None else self.prepare(decision)
             entry = (decision, prepared, decision.then_range, decision.else_range)
-            with self._lock:
-                while len(self._cache) >= self.maxsize:
-                    del self._cache[next(iter(self._cache))]
-                self._cache[key] = entry
+            self._entries.put(key, entry)
         return result

@@ -29,7 +29,7 @@ from typing import Any, NamedTuple, NoReturn
 import array_api_compat as compat
 
 from arrayselect._backend import PYTHON_SCALARS, Backend
-from arrayselect._caches import register_cache
+from arrayselect._caches import BoundedCache
 from arrayselect._errors import SelectTypeError
 from arrayselect._settings import force_portable_var, forcing, portable_forced
 
@@ -112,8 +112,8 @@ def _unless_forced(call: Callable[..., Any]) -> Callable[..., Any]:
     return fast_unless_forced
 
 
-_LIBRARY_CACHE_SIZE = 256
-_library_by_type: dict[type, str | None] = {}
+_LIBRARIES = BoundedCache[type, str | None]("_registry.library_of", 256)
+_library_by_type = _LIBRARIES.data  # read on every call
 
 
 def library_of(x: object) -> str | None:
@@ -128,12 +128,7 @@ def library_of(x: object) -> str | None:
     except KeyError:
         pass
     library = _classify(x)
-    if len(_library_by_type) < _LIBRARY_CACHE_SIZE:
-        _library_by_type[t] = library
-    return library
-
-
-register_cache("_registry.library_of", lambda: (len(_library_by_type), _LIBRARY_CACHE_SIZE))
+    return _LIBRARIES.put(t, library)
 
 
 def _classify(x: object) -> str | None:
@@ -259,7 +254,7 @@ def _install_fast_path(library: str, backend: Backend) -> None:
             tracing_checks[array_type] = backend.tracing
         # Known now: library_of need not classify these types later (inside a
         # torch.compile trace, say, where array_api_compat's helpers warn).
-        _library_by_type[array_type] = library
+        _LIBRARIES.put(array_type, library)
 
 
 def create_backend(library: str) -> None:

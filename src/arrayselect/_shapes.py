@@ -21,7 +21,6 @@ constrained (``b`` against ``3`` is not an error: ``b`` may be 3 or 1).
 
 from __future__ import annotations
 
-import contextlib
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -29,7 +28,7 @@ from typing import Any, Final, NamedTuple
 
 import numpy as np
 
-from arrayselect._caches import register_cache
+from arrayselect._caches import BoundedCache
 from arrayselect._errors import SelectShapeError, SelectTypeError, SelectValueError
 
 __all__ = [
@@ -516,13 +515,13 @@ class PlanCache:
     A plain dictionary rather than ``functools.lru_cache``: a tracing compiler
     (``torch.compile``) follows dictionary lookups without a warning, and
     symbolic dimensions that are not hashable (PyTorch's ``SymInt``) simply skip
-    the memo. When full, the oldest plan is dropped. Thread-safe: each
-    dictionary operation is atomic, and a lost race only costs a recomputation.
+    the memo. The memo is a :class:`~arrayselect._caches.BoundedCache`. Thread-safe:
+    each dictionary operation is atomic, and a lost race only costs a recomputation.
     """
 
     def __init__(self, maxsize: int) -> None:
         self.maxsize = maxsize
-        self._plans: dict[tuple[Any, ...], SelectPlan] = {}
+        self._plans = BoundedCache[tuple[Any, ...], SelectPlan]("_shapes.make_plan", maxsize)
         self.__wrapped__ = _plan
 
     def __call__(
@@ -530,18 +529,11 @@ class PlanCache:
     ) -> SelectPlan:
         key = (cond, then, else_, mode, axis, cond_broadcast)
         try:
-            plan = self._plans.get(key)
+            plan = self._plans.data.get(key)
         except TypeError:  # unhashable (symbolic) dims: no memo
             return _plan(*key)
         if plan is None:
-            plan = _plan(*key)
-            plans = self._plans
-            plans[key] = plan
-            # Trim after inserting: whatever other threads do meanwhile, each
-            # leaves the memo within its bound.
-            while len(plans) > self.maxsize:
-                with contextlib.suppress(RuntimeError, StopIteration, KeyError):
-                    del plans[next(iter(plans))]
+            plan = self._plans.put(key, _plan(*key))
         return plan
 
     def cache_info(self) -> CacheInfo:
@@ -560,14 +552,6 @@ class PlanCache:
 #: ``make_plan(cond, then, else_, mode, axis, cond_broadcast)``: the plan of a call
 #: whose options passed :func:`check_options` (see :func:`_plan`), memoised.
 make_plan = PlanCache(_PLAN_CACHE_SIZE)
-
-
-def _plan_cache_report() -> tuple[int, int]:
-    info = make_plan.cache_info()
-    return info.currsize, info.maxsize
-
-
-register_cache("_shapes.make_plan", _plan_cache_report)
 
 
 def select_shape(

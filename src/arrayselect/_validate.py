@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from arrayselect._backend import PYTHON_SCALARS, Backend, DtypeKind
-from arrayselect._caches import register_cache
+from arrayselect._caches import BoundedCache
 from arrayselect._errors import (
     ScalarOverflowError,
     SelectShapeError,
@@ -258,8 +258,9 @@ def check_scalar(rng: ScalarRange, name: str, value: PyScalar, dtype: Any, other
 # apply_where's Python-scalar fill_value: the range it must fit, per (backend, the
 # scalar's type, the result dtype the backend promoted to). A range depends on these
 # alone; bounded, cheap to derive again.
-_fill_ranges: dict[tuple[Backend, type, Any], ScalarRange | None] = {}
-register_cache("apply_where.fill_ranges", lambda: (len(_fill_ranges), 256))
+_FILL_RANGES = BoundedCache[tuple[Backend, type, Any], ScalarRange | None](
+    "apply_where.fill_ranges", 256
+)
 
 
 def fill_scalar(backend: Backend, value: PyScalar, dtype: Any) -> PyScalar:
@@ -285,12 +286,9 @@ def fill_scalar(backend: Backend, value: PyScalar, dtype: Any) -> PyScalar:
     else:
         key = (backend, type(value), dtype)
         try:
-            rng = _fill_ranges[key]
+            rng = _FILL_RANGES.data[key]
         except KeyError:
-            rng = _fill_range(backend, type(value), dtype)
-            if len(_fill_ranges) >= 256:
-                _fill_ranges.clear()
-            _fill_ranges[key] = rng
+            rng = _FILL_RANGES.put(key, _fill_range(backend, type(value), dtype))
     if rng is None:  # not a kind this scalar takes: the library's conversion decides
         return value
     if rng.admits(value):

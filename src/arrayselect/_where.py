@@ -28,6 +28,7 @@ from typing import Any, Final, NamedTuple, cast
 
 from arrayselect import _registry, _settings
 from arrayselect._backend import Backend
+from arrayselect._caches import BoundedCache
 from arrayselect._errors import (
     ScalarOverflowError,
     SelectError,
@@ -41,7 +42,6 @@ from arrayselect._validate import PYTHON_SCALARS, check_devices, scalar_fits_kin
 
 __all__ = ["where"]
 
-_CACHE_SIZE: Final = 1024
 _NAMES: Final = ("condition", "x1", "x2")
 
 
@@ -68,7 +68,8 @@ class _Promotion(NamedTuple):
     dtype_mode: Hashable = None
 
 
-_promotions: dict[Hashable, _Promotion] = {}
+_PROMOTIONS = BoundedCache[Hashable, _Promotion]("where.promotions", 1024)
+_promotions = _PROMOTIONS.data  # read on every call
 _tracing_checks = _registry.tracing_checks
 _portable_forced = _settings.portable_forced
 _ZEROS: Final[dict[type, Any]] = {bool: False, int: 0, float: 0.0, complex: 0j}
@@ -79,7 +80,7 @@ _ZEROS: Final[dict[type, Any]] = {bool: False, int: 0, float: 0.0, complex: 0j}
 # to its abstract value through ``__getattr__``, so a type with a ``__getattr__`` is
 # asked on every array (a key without the weak type once mixed up ``jnp.int32(300)``
 # with a weak ``300`` under ``jax.jit``).
-_weak_typed: dict[type, bool] = {}
+_WEAK_TYPED = BoundedCache[type, bool]("where.weak_typed", 256)
 
 
 def _operand_key(x: Any) -> Hashable:
@@ -90,9 +91,9 @@ def _operand_key(x: Any) -> Hashable:
     t = type(x)
     if t in PYTHON_SCALARS:
         return cast(Hashable, t)
-    weak = _weak_typed.get(t)
+    weak = _WEAK_TYPED.data.get(t)
     if weak is None:
-        weak = _weak_typed[t] = hasattr(t, "weak_type") or hasattr(t, "__getattr__")
+        weak = _WEAK_TYPED.put(t, hasattr(t, "weak_type") or hasattr(t, "__getattr__"))
     return (t, x.dtype, x.ndim == 0, weak and bool(getattr(x, "weak_type", False)))
 
 
@@ -251,9 +252,7 @@ def _decide(key: Hashable | None, condition: Any, x1: Any, x2: Any) -> _Promotio
         # No lock (tracing compilers follow plain dictionary operations): a lost
         # race only costs deciding again. Trimmed after inserting, so that each
         # thread leaves it within its bound, with or without a GIL.
-        _promotions[key] = promotion
-        if len(_promotions) > _CACHE_SIZE:
-            _promotions.clear()  # cheap to decide again
+        _PROMOTIONS.put(key, promotion)
     return promotion
 
 

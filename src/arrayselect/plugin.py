@@ -21,7 +21,7 @@ twenty names, by what a backend does with them:
   :class:`FastPath` with a :class:`Run`; :func:`validate` and
   :func:`select_positional` (the general path, in the fast path's argument order)
   and :func:`check_out_layout` for fast paths written by hand;
-  :func:`register_cache` for any memo a backend keeps;
+  :class:`BoundedCache`, the one cache type, for any memo a backend keeps;
 * **the select family, the errors, the settings**, as three namespaces:
   :mod:`generic <arrayselect._generic>` (the core's algorithms:
   ``generic.select_n``, ``generic.select_cases``, ``generic.double_where``,
@@ -54,7 +54,7 @@ from arrayselect import _errors as errors
 from arrayselect import _generic as generic
 from arrayselect import _settings as settings
 from arrayselect._backend import Backend, DtypeKind, OutLayout
-from arrayselect._caches import register_cache
+from arrayselect._caches import BoundedCache
 from arrayselect._dtypes import NumpyDtypes
 from arrayselect._fastpath import Run, SignatureCache
 from arrayselect._import_hook import on_import
@@ -65,6 +65,7 @@ from arrayselect._validate import Decision, check_out_layout
 
 __all__ = [
     "Backend",
+    "BoundedCache",
     "Decision",
     "DtypeKind",
     "FastPath",
@@ -79,7 +80,6 @@ __all__ = [
     "generic",
     "on_import",
     "register_backend",
-    "register_cache",
     "same_dim",
     "select_positional",
     "settings",

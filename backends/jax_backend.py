@@ -44,6 +44,8 @@ from arrayselect.plugin import (
     same_dim,
 )
 
+from .shared import jax_wider_dtypes_hint, jax_x64_enabled
+
 __all__ = ["DEFAULT_CACHE_SIZE", "CacheInfo", "JaxBackend", "create", "emit", "x64_enabled"]
 
 #: Default number of compiled eager Select functions (and of cached signatures) kept.
@@ -70,7 +72,6 @@ _ArrayImpl: type = _concrete_array_type()
 _iinfo: Callable[[Any], Any] = jnp.iinfo
 _finfo: Callable[[Any], Any] = jnp.finfo
 _PartitionSpec: Callable[..., Any] = jax.sharding.PartitionSpec
-_config: Any = jax.config
 
 _KINDS: tuple[tuple[Any, DtypeKind], ...] = (
     (jnp.bool_, "bool"),
@@ -247,9 +248,8 @@ def _select_bits_jvp(primals: Any, tangents: Any) -> tuple[Any, Any]:
     return _select_bits(which, on_false, on_true), lax.select_n(which, false_dot, true_dot)
 
 
-def x64_enabled() -> bool:
-    """Whether JAX's 64-bit mode is on in this thread (the flag or a ``jax.enable_x64`` block)."""
-    return bool(_config.jax_enable_x64)
+#: Whether JAX's 64-bit mode is on in this thread (the flag or a ``jax.enable_x64`` block).
+x64_enabled = jax_x64_enabled
 
 
 class _ModeChanged(Exception):
@@ -297,13 +297,7 @@ class JaxBackend(Backend):
 
     # The hint names only what this JAX has: jax.enable_x64 (the block) is missing from
     # older releases we support (JAX 0.5 has only jax.experimental.enable_x64).
-    wider_dtypes_hint = (
-        "turn on JAX's 64-bit mode (jax.config.update('jax_enable_x64', True), the "
-        "JAX_ENABLE_X64=1 environment variable, or a jax.enable_x64(True) block)"
-        if hasattr(jax, "enable_x64")
-        else "turn on JAX's 64-bit mode (jax.config.update('jax_enable_x64', True) or the "
-        "JAX_ENABLE_X64=1 environment variable)"
-    )
+    wider_dtypes_hint = jax_wider_dtypes_hint()
 
     def __init__(self, cache_size: int = DEFAULT_CACHE_SIZE) -> None:
         self._kinds = BoundedCache[Any, DtypeKind | None]("jax_backend.dtype_kinds", 256)

@@ -26,6 +26,8 @@ from arrayselect.plugin import (
     settings,
 )
 
+from .shared import jax_wider_dtypes_hint, jax_x64_enabled, torch_unsupported_layout
+
 __all__ = ["PortableBackend", "create"]
 
 # Namespaces whose arrays can be written in place through ``x[...] = y``.
@@ -74,10 +76,8 @@ class PortableBackend(Backend):
         # What the library's handling of dtypes depends on: JAX's 64-bit mode.
         self._mode: Callable[[], Hashable] | None = None
         if library == "jax":
-            from .jax_backend import JaxBackend, x64_enabled
-
-            self._mode = x64_enabled
-            self.wider_dtypes_hint = JaxBackend.wider_dtypes_hint
+            self._mode = jax_x64_enabled
+            self.wider_dtypes_hint = jax_wider_dtypes_hint()
 
     def dtype_kind(self, dtype: Any) -> DtypeKind | None:
         for category, kind in _KINDS:
@@ -149,9 +149,7 @@ class PortableBackend(Backend):
         # the PyTorch backend knows which those are.
         if self.library != "torch":
             return None
-        from .torch_backend import unsupported_layout
-
-        return unsupported_layout(x)
+        return torch_unsupported_layout(x)
 
     def device_of(self, x: Any) -> Any:
         # None (a JAX tracer inside jit or grad) is decided later by the library.

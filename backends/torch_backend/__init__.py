@@ -68,6 +68,7 @@ from arrayselect.plugin import (
     settings,
 )
 
+from ..shared import torch_unsupported_layout
 from . import layout as torch_layout
 from . import native as torch_native
 from . import recent as torch_recent
@@ -147,18 +148,9 @@ _is_compiling: Callable[[], bool] = torch.compiler.is_compiling
 _is_dynamo_compiling: Callable[[], bool] = torch.compiler.is_dynamo_compiling
 
 
-def unsupported_layout(x: Any) -> tuple[str, str] | None:
-    """What makes tensor ``x`` unfit for Select (sparse, mkldnn, quantized, nested).
-
-    ``torch.where`` has no kernels for them; the portable backend asks this too.
-    """
-    if x.layout is not torch.strided:
-        return f"a tensor of layout {x.layout}", "convert it with x.to_dense()"
-    if x.is_quantized:
-        return "a quantized tensor", "convert it with x.dequantize()"
-    if x.is_nested:
-        return "a nested tensor", "convert it with x.to_padded_tensor(0)"
-    return None
+#: What makes a tensor unfit for Select (sparse, mkldnn, quantized, nested), and how to
+#: convert it; the portable backend asks this too.
+unsupported_layout = torch_unsupported_layout
 
 
 #: The address of ``GOMP_parallel`` of the OpenMP runtime torch's CPU ops run on (0:

@@ -1,0 +1,55 @@
+"""What several backends know of one library, written once: backends import this
+module, never each other.
+
+* JAX's 64-bit mode: whether it is on (:func:`jax_x64_enabled`, what a JAX dtype
+  decision depends on) and how to turn it on (:func:`jax_wider_dtypes_hint`), for the
+  JAX backend and for the portable backend serving JAX arrays;
+* PyTorch's tensors that ``torch.where`` has no kernels for
+  (:func:`torch_unsupported_layout`), for the PyTorch backend and for the portable
+  backend serving tensors.
+
+Nothing here imports a library: each function is asked about arrays of its library,
+which is then imported already (``sys.modules``).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+__all__ = ["jax_wider_dtypes_hint", "jax_x64_enabled", "torch_unsupported_layout"]
+
+
+def jax_x64_enabled() -> bool:
+    """Whether JAX's 64-bit mode is on in this thread (the flag or a ``jax.enable_x64``
+    block)."""
+    return bool(sys.modules["jax"].config.jax_enable_x64)
+
+
+def jax_wider_dtypes_hint() -> str:
+    """How to turn on JAX's 64-bit mode, for the message that refuses a 64-bit dtype
+    JAX would narrow (the block form where this JAX has it)."""
+    if hasattr(sys.modules["jax"], "enable_x64"):
+        return (
+            "turn on JAX's 64-bit mode (jax.config.update('jax_enable_x64', True), the "
+            "JAX_ENABLE_X64=1 environment variable, or a jax.enable_x64(True) block)"
+        )
+    return (
+        "turn on JAX's 64-bit mode (jax.config.update('jax_enable_x64', True) or the "
+        "JAX_ENABLE_X64=1 environment variable)"
+    )
+
+
+def torch_unsupported_layout(x: Any) -> tuple[str, str] | None:
+    """What makes tensor ``x`` unfit for Select (sparse, mkldnn, quantized, nested),
+    and how to convert it; ``None`` for a strided dense tensor.
+
+    ``torch.where`` has no kernels for them.
+    """
+    if x.layout is not sys.modules["torch"].strided:
+        return f"a tensor of layout {x.layout}", "convert it with x.to_dense()"
+    if x.is_quantized:
+        return "a quantized tensor", "convert it with x.dequantize()"
+    if x.is_nested:
+        return "a nested tensor", "convert it with x.to_padded_tensor(0)"
+    return None

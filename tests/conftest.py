@@ -134,10 +134,55 @@ def _xp_marks(item: pytest.Item) -> list[tuple[str, Backend, dict[str, Any]]]:
     return found
 
 
+#: What each test module tests, as a marker of its tests: the core (rules, validation,
+#: caches, the public functions on every library), one backend's own machinery, the
+#: tools (docs, packaging, benchmarks, CI), or the conformance runs of the real
+#: runtimes. CI's jobs select by them (``-m "not tooling and not cupy"``); a new test
+#: module must be placed here.
+GROUPS: dict[str, tuple[str, ...]] = {
+    "core": (
+        "test_apply_where_callbacks.py", "test_bad_input.py", "test_caches.py",
+        "test_capabilities.py", "test_concurrency.py", "test_dtypes.py", "test_errors.py",
+        "test_examples.py", "test_extreme.py", "test_family_fast_paths.py",
+        "test_family_without_mask_indexing.py", "test_fuzz.py", "test_layers.py",
+        "test_layout.py", "test_mixed_libraries.py", "test_plan_dims.py",
+        "test_properties.py", "test_registry.py", "test_select_family.py",
+        "test_signature_cache.py", "test_where.py", "test_xp_markers.py", "test_adapters.py",
+    ),
+    "numpy": (
+        "test_free_threading.py", "test_kernel_stream.py", "test_kernel_strided.py",
+        "test_no_kernel.py", "test_numpy_kernel.py", "test_numpy_kernel_cpu.py",
+        "test_numpy_kernel_family.py", "test_numpy_kernel_harness.py",
+        "test_numpy_kernel_pool.py",
+    ),
+    "torch": ("test_torch_backend.py", "test_torch_differential.py", "test_torch_fork.py"),
+    "jax": ("test_jax_transforms.py", "test_jax_weak_types.py", "test_portable_jax_export.py"),
+    "dask": ("test_dask_distributed.py", "test_dask_lazy.py"),
+    "cupy": ("test_cupy_backend.py", "test_cupy_backend_emulated.py", "test_cupy_kernels.py"),
+    "tooling": (
+        "test_asv_suite.py", "test_bench.py", "test_ci_matrix.py", "test_doc_figures.py",
+        "test_doc_links.py", "test_docs.py", "test_packaging.py", "test_scale_out_example.py",
+    ),
+    "runtimes": ("test_conformance_runtimes.py",),
+}  # fmt: skip
+_GROUP_OF = {module: group for group, modules in GROUPS.items() for module in modules}
+_HERE = Path(__file__).resolve().parent
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Mark each test of this suite with its module's group (before ``-m`` selects)."""
+    group = _GROUP_OF.get(item.path.name)
+    if group is not None and item.path.parent == _HERE:
+        item.add_marker(group)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Refuse the session when a backend marker is malformed or would skip nothing."""
+    """Refuse the session when a test module has no group, or a backend marker is
+    malformed or would skip nothing."""
     problems: dict[str, None] = {}  # one line per test function, not per parameter
     for item in items:
+        if item.path.parent == _HERE and item.path.name not in _GROUP_OF:
+            problems[f"{item.path.name}: in no group of tests/conftest.py's GROUPS"] = None
         test = item.nodeid.partition("[")[0]
         try:
             marks = _xp_marks(item)
@@ -147,7 +192,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if marks and "library" not in getattr(item, "fixturenames", ()):
             problems[f"{test}: {marks[0][0]} on a test that takes neither xp nor library"] = None
     if problems:
-        raise pytest.UsageError("invalid backend markers:\n" + "\n".join(problems))
+        raise pytest.UsageError("invalid test markers:\n" + "\n".join(problems))
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -167,12 +167,15 @@ GROUPS: dict[str, tuple[str, ...]] = {
 }  # fmt: skip
 _GROUP_OF = {module: group for group, modules in GROUPS.items() for module in modules}
 _HERE = Path(__file__).resolve().parent
+# This suite's own modules, not pytester's copies of this file beside test files of
+# their own (tests/test_xp_markers.py).
+_SUITE = (_HERE.parent / "pyproject.toml").is_file()
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
     """Mark each test of this suite with its module's group (before ``-m`` selects)."""
     group = _GROUP_OF.get(item.path.name)
-    if group is not None and item.path.parent == _HERE:
+    if group is not None and _SUITE and item.path.parent == _HERE:
         item.add_marker(group)
 
 
@@ -181,7 +184,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     malformed or would skip nothing."""
     problems: dict[str, None] = {}  # one line per test function, not per parameter
     for item in items:
-        if item.path.parent == _HERE and item.path.name not in _GROUP_OF:
+        if _SUITE and item.path.parent == _HERE and item.path.name not in _GROUP_OF:
             problems[f"{item.path.name}: in no group of tests/conftest.py's GROUPS"] = None
         test = item.nodeid.partition("[")[0]
         try:

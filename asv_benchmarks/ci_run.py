@@ -48,6 +48,7 @@ SUBSET: dict[str, str] = {
     "select_family.SelectCases": r"'(numpy|torch-cpu)', 1000",
     "select_family.SelectN": r"'(numpy|torch-cpu)', 1000",
     "where.Where": r"'(numpy|torch-cpu)', 'int8,float32', 1000",
+    "idioms.Idioms": r"'(numpy|torch-cpu)', 'select_cases\(4 conds\)', 1000",
     "numpy_kernel.CallOverhead": r"100, 'arrays'",
     "numpy_kernel.Family": r"1000000",
     "numpy_kernel.FamilyJax": r"1000000",

@@ -47,13 +47,9 @@ is not installed are skipped.
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import platform
-import random
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -67,37 +63,16 @@ from kernel_ratios import SAMPLE_SECONDS, copy_bandwidth
 from machine_state import load_average
 
 import arrayselect as asel
+from arrayselect._bench_stats import compare_interleaved
 
 CASES = 4
 Fns = dict[str, Callable[[], Any]]
 
 
 def compare_shuffled(fns: list[Callable[[], Any]], repeats: int) -> list[float]:
-    """Median seconds per call of each function, their batches run in a new random
-    order each repeat.
-
-    A fixed cyclic order (``kernel_ratios.compare_many`` rotates where it starts,
-    not who follows whom) makes each function always follow the same one; one that
-    leaves the allocator in a state that taxes the next call's fresh output (NumPy's
-    temporaries, JAX's buffers) then taxes the same contender every repeat.
-    """
-    numbers = []
-    for fn in fns:
-        fn()
-        start = time.perf_counter()
-        fn()
-        numbers.append(max(1, math.ceil(SAMPLE_SECONDS / max(time.perf_counter() - start, 1e-9))))
-    times: list[list[float]] = [[] for _ in fns]
-    order = list(range(len(fns)))
-    shuffle = random.Random(20261125).shuffle
-    for _ in range(repeats):
-        shuffle(order)
-        for k in order:
-            start = time.perf_counter()
-            for _ in range(numbers[k]):
-                fns[k]()
-            times[k].append((time.perf_counter() - start) / numbers[k])
-    return [statistics.median(t) for t in times]
+    """Median seconds per call of each function, interleaved in a new random order
+    each repeat (:func:`arrayselect._bench_stats.compare_interleaved`)."""
+    return compare_interleaved(fns, repeats, SAMPLE_SECONDS)
 
 
 def inputs(n: int) -> dict[str, Any]:

@@ -75,9 +75,13 @@ def _written(path: Path) -> set[str]:
                 bases += [
                     s.value for t in targets for s in ast.walk(t) if isinstance(s, ast.Subscript)
                 ]
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                if node.func.attr in ("setdefault", "update", "__setitem__", "append"):
-                    bases.append(node.func.value)
+            writes = ("setdefault", "update", "__setitem__", "append")
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in writes
+            ):
+                bases.append(node.func.value)
             for base in bases:
                 while isinstance(base, ast.Call) and isinstance(base.func, ast.Attribute):
                     base = base.func.value  # d.setdefault(k, []).append(v) writes d

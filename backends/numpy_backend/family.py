@@ -106,6 +106,16 @@ def _to_shape(x: Any, shape: tuple[int, ...]) -> np.ndarray:
     return x if x.shape == shape else np.broadcast_to(x, shape)
 
 
+def _spread(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """0-d ``x`` as a read-only array of ``shape`` whose every element is its one value
+    (all strides 0): what ``np.broadcast_to`` makes, in a tenth of its time (0.5 us
+    against 4 at 10^3 float32 on the development VM), which a call of 10^3 notices.
+    """
+    spread = np.ndarray(shape, x.dtype, x, 0, (0,) * len(shape))
+    spread.flags.writeable = False
+    return spread
+
+
 def _as_index(which: np.ndarray) -> np.ndarray:
     """``which`` as np.choose takes it (it refuses uint64: cast, the error path looks
     at the original values).
@@ -185,6 +195,8 @@ def select_cases(
     where given.
     """
     out_shape: tuple[int, ...] = shape  # type: ignore[assignment]
+    if type(default) is np.ndarray and default.ndim == 0 and out_shape:
+        default = _spread(default, out_shape)  # a scalar default: never made full size
     if (
         HAVE_KERNEL
         and _plain(choices, out_shape)

@@ -1,18 +1,23 @@
-"""What makes a ``bench`` figure trustworthy: its spread, the machine, the load.
+"""What makes a measured figure trustworthy: its spread, the machine, the load, and
+the interleaved timing the measuring scripts share.
 
-Pure functions and small records, kept apart from the timing loop so that they
-can be tested without timing anything: the spread of a set of timing rounds,
-the rule that marks a row's ratio unreliable, and the description of the
-machine (CPU model, cores, load average) printed with every table.
+Pure functions and small records that can be tested without timing anything (the
+spread of a set of timing rounds, the rule that marks a row's ratio unreliable, the
+description of the machine: CPU model, cores, load average, printed with every
+table), and :func:`compare_interleaved`, the one loop that times contenders against
+each other in one run.
 """
 
 from __future__ import annotations
 
 import datetime
+import math
 import os
 import platform
+import random
 import statistics
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 __all__ = [
@@ -20,6 +25,7 @@ __all__ = [
     "NOISE_LIMIT",
     "Machine",
     "Spread",
+    "compare_interleaved",
     "flag_reasons",
     "format_load",
     "load_average",
@@ -170,3 +176,33 @@ def format_load(before: float | None, after: float | None) -> str:
     if before is None or after is None:
         return "load average: not available on this platform"
     return f"load average {before:.2f} before, {after:.2f} after (1-minute)"
+
+
+def compare_interleaved(
+    fns: Sequence[Callable[[], object]], repeats: int, sample_seconds: float = 0.02
+) -> list[float]:
+    """Median seconds per call of each function, their batches run in a new random
+    order each repeat.
+
+    Each batch is as many consecutive calls as last about ``sample_seconds``. A fixed
+    order would make each function always follow the same one; one that leaves the
+    allocator in a state that taxes the next call's fresh output (NumPy's temporaries,
+    JAX's buffers) would then tax the same contender every repeat.
+    """
+    numbers = []
+    for fn in fns:
+        fn()
+        start = time.perf_counter()
+        fn()
+        numbers.append(max(1, math.ceil(sample_seconds / max(time.perf_counter() - start, 1e-9))))
+    times: list[list[float]] = [[] for _ in fns]
+    order = list(range(len(fns)))
+    shuffle = random.Random(20261125).shuffle
+    for _ in range(repeats):
+        shuffle(order)
+        for k in order:
+            start = time.perf_counter()
+            for _ in range(numbers[k]):
+                fns[k]()
+            times[k].append((time.perf_counter() - start) / numbers[k])
+    return [statistics.median(t) for t in times]

@@ -141,7 +141,8 @@ def _xp_marks(item: pytest.Item) -> list[tuple[str, Backend, dict[str, Any]]]:
 #: module must be placed here.
 GROUPS: dict[str, tuple[str, ...]] = {
     "core": (
-        "test_apply_where_callbacks.py", "test_bad_input.py", "test_caches.py",
+        "test_apply_where_callbacks.py", "test_bad_input.py", "test_cached_calls.py",
+        "test_caches.py",
         "test_capabilities.py", "test_concurrency.py", "test_dtypes.py", "test_errors.py",
         "test_examples.py", "test_extreme.py", "test_family_fast_paths.py",
         "test_family_without_mask_indexing.py", "test_fuzz.py", "test_layers.py",

@@ -21,10 +21,11 @@ call of ``where`` in a worker thread took 24 µs instead of 2.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable, Hashable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
-__all__ = ["BoundedCache", "cache_sizes", "register_cache"]
+__all__ = ["BoundedCache", "cache_sizes", "clear_all", "register_cache"]
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -34,6 +35,8 @@ CacheReport = Callable[[], tuple[int, int]]
 
 _reports: dict[str, CacheReport] = {}
 _lock = threading.Lock()
+# Every BoundedCache alive, for clear_all (a backend's caches go with the backend).
+_instances: weakref.WeakSet[BoundedCache[Any, Any]] = weakref.WeakSet()
 
 
 def register_cache(name: str, report: CacheReport) -> None:
@@ -58,6 +61,14 @@ def cache_sizes() -> dict[str, tuple[int, int]]:
     return {name: report() for name, report in reports}
 
 
+def clear_all() -> None:
+    """Empty every :class:`BoundedCache` (tests compare warm answers with cold ones)."""
+    with _lock:
+        caches = list(_instances)
+    for cache in caches:
+        cache.clear()
+
+
 class BoundedCache(Generic[K, V]):
     """A cache of at most ``maxsize`` entries, registered as ``name``.
 
@@ -76,7 +87,7 @@ class BoundedCache(Generic[K, V]):
     ({'c': 3}, (1, 2))
     """
 
-    __slots__ = ("data", "maxsize", "name")
+    __slots__ = ("__weakref__", "data", "maxsize", "name")
 
     def __init__(self, name: str, maxsize: int) -> None:
         if maxsize < 1:
@@ -85,6 +96,8 @@ class BoundedCache(Generic[K, V]):
         self.maxsize = maxsize
         self.data: dict[K, V] = {}
         register_cache(name, self.report)
+        with _lock:
+            _instances.add(self)
 
     def put(self, key: K, value: V) -> V:
         """Store ``value`` under ``key`` (emptying a full cache first); return ``value``.

@@ -1,7 +1,7 @@
 """Build the package's three C extensions.
 
 * ``arrayselect._fastcall``: the hit path of the core's fast-path protocol;
-* ``arrayselect.backends.numpy_backend._select_kernel``: the NumPy backend's kernel;
+* ``arrayselect.backends.shared._select_kernel``: the CPU kernel the NumPy and PyTorch backends run;
 * ``arrayselect.backends.torch_backend._fields``: the torch backend's recent-call check
   (it reads tensors through libtorch's C functions, found at run time: it needs
   neither torch nor its headers to build).
@@ -63,8 +63,8 @@ WARNING: arrayselect is installed without {missing}: {why}.
 
 _EXT_NAMES = {
     "arrayselect._fastcall": "the compiled fast path (arrayselect._fastcall)",
-    "arrayselect.backends.numpy_backend._select_kernel": (
-        "the compiled NumPy kernel (arrayselect.backends.numpy_backend._select_kernel)"
+    "arrayselect.backends.shared._select_kernel": (
+        "the compiled NumPy kernel (arrayselect.backends.shared._select_kernel)"
     ),
     "arrayselect.backends.torch_backend._fields": (
         "the compiled recent-call check of the torch backend "
@@ -72,7 +72,7 @@ _EXT_NAMES = {
     ),
 }
 
-_KERNEL = "backends/numpy_backend/_kernel/"
+_KERNEL = "backends/shared/_kernel/"
 # MSVC has no target attribute: there the kernel's AVX2 and AVX-512 loops are
 # translation units of their own, each compiled with its /arch flag (see
 # sk_loops_base.h). Other compilers build those copies inside sk_loops.c, and
@@ -188,7 +188,7 @@ def extensions(numpy_include: str) -> list[Extension]:
     return [
         Extension("arrayselect._fastcall", sources=["src/arrayselect/_fastcall.c"]),
         Extension(
-            "arrayselect.backends.numpy_backend._select_kernel",
+            "arrayselect.backends.shared._select_kernel",
             sources=[_KERNEL + name for name in _KERNEL_SOURCES],
             depends=[_KERNEL + name for name in _KERNEL_HEADERS],
             include_dirs=[numpy_include, _KERNEL],

@@ -54,8 +54,8 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from arrayselect.backends.numpy_backend import kernel as numpy_kernel
-from arrayselect.backends.numpy_backend.kernel_family import (
+from arrayselect.backends.shared import kernel as numpy_kernel
+from arrayselect.backends.shared.kernel_family import (
     kernel_select_cases,
     kernel_select_n,
 )

@@ -68,7 +68,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
-from arrayselect.backends.numpy_backend import kernel as numpy_kernel
+from arrayselect.backends.shared import kernel as numpy_kernel
 from machine_state import load_average
 
 import arrayselect as asel

@@ -21,7 +21,7 @@ import argparse
 import sys
 from typing import Any
 
-COMPILED = ("arrayselect._fastcall", "arrayselect.backends.numpy_backend._select_kernel")
+COMPILED = ("arrayselect._fastcall", "arrayselect.backends.shared._select_kernel")
 
 
 class _NoCompiled:

@@ -18,7 +18,7 @@ Contenders: the installed kernel on every core and on one thread, plus any
 module name is the file name's first part), for before/after comparisons. To
 build the kernel of an older commit under another name::
 
-    git show OLD:backends/numpy_backend/_kernel/select_kernel.c > before.c
+    git show OLD:backends/shared/_kernel/select_kernel.c > before.c
     sed -i 's/"_select_kernel"/"_sk_before"/; s/PyInit__select_kernel/PyInit__sk_before/' before.c
     PY_INC=$(python -c "import sysconfig; print(sysconfig.get_paths()['include'])")
     NP_INC=$(python -c "import numpy; print(numpy.get_include())")
@@ -43,7 +43,7 @@ from types import ModuleType
 from typing import Any
 
 import numpy as np
-from arrayselect.backends.numpy_backend import _select_kernel
+from arrayselect.backends.shared import _select_kernel
 from machine_state import load_average
 
 import arrayselect as asel

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 
 import numpy as np
-from arrayselect.backends.numpy_backend import kernel as numpy_kernel
+from arrayselect.backends.shared import kernel as numpy_kernel
 
 import arrayselect as asel
 

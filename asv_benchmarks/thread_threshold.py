@@ -8,7 +8,7 @@ contiguous, fresh output), times ``arrayselect.select`` on 1 thread and on
 ``--threads`` threads with the parallel threshold forced to 0, alternately,
 and prints the medians, their ratio, and the smallest size from which the
 threaded run is faster at that size and every larger one. That size is what
-``SK_DEFAULT_PARALLEL_MIN`` in ``backends/numpy_backend/_kernel/sk_kernel.h`` is set from.
+``SK_DEFAULT_PARALLEL_MIN`` in ``backends/shared/_kernel/sk_kernel.h`` is set from.
 
 By default calls run back to back (batches, timeit style). ``--pause-ms P``
 instead times single calls, each after sleeping P ms, so that the pool's
@@ -26,7 +26,7 @@ import statistics
 import time
 
 import numpy as np
-from arrayselect.backends.numpy_backend import kernel as numpy_kernel
+from arrayselect.backends.shared import kernel as numpy_kernel
 
 import arrayselect as asel
 

@@ -43,7 +43,7 @@ from typing import Any
 
 import torch
 from arrayselect.backends import torch_backend
-from arrayselect.backends.numpy_backend.kernel import kernel_select
+from arrayselect.backends.shared.kernel import kernel_select
 from arrayselect.backends.torch_backend.counting import CountingBackend
 
 import arrayselect as asel

@@ -19,7 +19,7 @@ import statistics
 import time
 
 import numpy as np
-from arrayselect.backends.numpy_backend import _select_kernel as kernel
+from arrayselect.backends.shared import _select_kernel as kernel
 from machine_state import load_average
 
 

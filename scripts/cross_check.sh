@@ -31,7 +31,7 @@ PY=${PYTHON:-$ROOT/.venv/bin/python}
 [ -x "$PY" ] || PY=python3
 PYVER=3.11 # Debian bookworm's python3.11 source package gives the Windows headers
 NUMPY=$("$PY" -c "import numpy; print(numpy.__version__)")
-KERNEL=backends/numpy_backend/_kernel
+KERNEL=backends/shared/_kernel
 WARN=(-Wall -Wextra -Wno-unused-parameter -Werror)
 CFLAGS=(-O2 -std=gnu11 -fno-strict-aliasing -fvisibility=hidden "${WARN[@]}")
 export WINEDEBUG=-all WINEPREFIX=$CACHE/wine

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-KERNEL = ROOT / "backends" / "numpy_backend" / "_kernel"
+KERNEL = ROOT / "backends" / "shared" / "_kernel"
 HARNESS = ROOT / "tests" / "kernel_harness.c"
 # The kernel's files without Python objects (sk_kernel.h's SK_STANDALONE part).
 STANDALONE_SOURCES = (

@@ -213,7 +213,7 @@ def test_apply_where_fill_value_objects_cannot_change_an_answer(xp: ModuleType) 
     hold after one it can, give warm and in any order what they give cold (NumPy
     keeps each scalar fill's checked array per value object).
     """
-    from arrayselect.backends.numpy_backend import family as numpy_family
+    from arrayselect.backends.shared import family as numpy_family
 
     f = lambda a: from_numpy(xp, np.asarray(a))  # noqa: E731
     x, x32 = f(np.array([1.0, -2.0, 3.0])), f(np.array([1.0, -2.0, 3.0], np.float32))
@@ -429,10 +429,10 @@ def test_select_n_index_out_of_range_warm(xp: ModuleType) -> None:
 
 
 def _usable_isas() -> list[str]:
-    family = pytest.importorskip("arrayselect.backends.numpy_backend.family")
+    family = pytest.importorskip("arrayselect.backends.shared.family")
     if not family.HAVE_KERNEL:
         return []
-    from arrayselect.backends.numpy_backend import kernel
+    from arrayselect.backends.shared import kernel
 
     return list(kernel.isa_info()["usable"])
 
@@ -440,7 +440,7 @@ def _usable_isas() -> list[str]:
 @pytest.fixture(params=_usable_isas())
 def isa(request: pytest.FixtureRequest) -> Any:
     """Each instruction set the kernel's loops can use here, in turn."""
-    from arrayselect.backends.numpy_backend import kernel
+    from arrayselect.backends.shared import kernel
 
     previous = kernel.isa_info()["current"]
     kernel.set_isa(request.param)
@@ -456,7 +456,7 @@ def isa(request: pytest.FixtureRequest) -> Any:
 def test_kernel_apply_take_and_put_match_boolean_indexing(
     dtype: str, density: float, shape: tuple[int, ...], isa: str
 ) -> None:
-    from arrayselect.backends.numpy_backend.kernel_family import (
+    from arrayselect.backends.shared.kernel_family import (
         kernel_apply_put,
         kernel_apply_take,
     )
@@ -482,10 +482,10 @@ def test_kernel_apply_take_and_put_match_boolean_indexing(
 
 def test_kernel_apply_take_and_put_decline_what_they_do_not_read() -> None:
     """NotImplemented (NumPy's route then) for layouts and lengths they do not take."""
-    family = pytest.importorskip("arrayselect.backends.numpy_backend.family")
+    family = pytest.importorskip("arrayselect.backends.shared.family")
     if not family.HAVE_KERNEL:
         pytest.skip("a build without the kernel")
-    from arrayselect.backends.numpy_backend.kernel_family import (
+    from arrayselect.backends.shared.kernel_family import (
         kernel_apply_put,
         kernel_apply_take,
     )

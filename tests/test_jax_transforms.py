@@ -28,8 +28,8 @@ import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
 
 import arrayselect as asel  # noqa: E402
-from arrayselect._shapes import make_plan  # noqa: E402
 from arrayselect._select import select_general  # noqa: E402
+from arrayselect._shapes import make_plan  # noqa: E402
 
 jb = pytest.importorskip("arrayselect.backends.jax_backend")
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from arrayselect.backends.numpy_backend import kernel as numpy_kernel
+from arrayselect.backends.shared import kernel as numpy_kernel
 from test_numpy_kernel import (  # noqa: F401  (isa and _restore_settings are fixtures)
     _restore_settings,
     assert_bits_equal,

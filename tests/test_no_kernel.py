@@ -30,7 +30,7 @@ import arrayselect as asel
 ROOT = Path(__file__).resolve().parent.parent
 COMPILED = (
     "arrayselect._fastcall",
-    "arrayselect.backends.numpy_backend._select_kernel",
+    "arrayselect.backends.shared._select_kernel",
     "arrayselect.backends.torch_backend._fields",
 )
 WARNING = "WARNING: arrayselect is installed without"
@@ -80,7 +80,7 @@ def test_blocked_build_reports_what_is_missing() -> None:
         asel.show_runtime()
         # the kernel's module, as docs/platforms.md says: the knobs do nothing, the
         # reports are empty, what would run or describe the kernel raises
-        from arrayselect.backends.numpy_backend import kernel as k
+        from arrayselect.backends.shared import kernel as k
         assert k.KERNEL_MISSING and k.isa_info()["current"] == "none"
         assert k.get_parallel_threshold() == 0 and k.get_stream_threshold() == 0
         k.set_parallel_threshold(1), k.set_stream_threshold(1), k.set_load_guard(False)
@@ -224,7 +224,7 @@ def test_sdist_installs_without_a_compiler(tmp_path: Path) -> None:
     with tarfile.open(sdist) as tar:
         names = {name.split("/", 1)[1] for name in tar.getnames() if "/" in name}
     assert "LICENSE" in names
-    assert "backends/numpy_backend/_kernel/select_kernel.c" in names
+    assert "backends/shared/_kernel/select_kernel.c" in names
     assert "src/arrayselect/_fastcall.c" in names
     assert not any(name.startswith("tests/") for name in names), "the sdist ships no tests"
 

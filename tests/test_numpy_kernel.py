@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from arrayselect.backends.numpy_backend import _select_kernel as K
 from arrayselect.backends.numpy_backend import fast_path as numpy_fast
-from arrayselect.backends.numpy_backend import kernel as numpy_kernel
+from arrayselect.backends.shared import _select_kernel as K
+from arrayselect.backends.shared import kernel as numpy_kernel
 
 import arrayselect as asel
 
@@ -197,7 +197,7 @@ def test_import_loads_kernel_but_no_other_array_library() -> None:
         """
         import sys
         import arrayselect
-        assert "arrayselect.backends.numpy_backend._select_kernel" in sys.modules
+        assert "arrayselect.backends.shared._select_kernel" in sys.modules
         loaded = [m for m in ("jax", "torch", "dask", "cupy") if m in sys.modules]
         assert not loaded, loaded
         """
@@ -914,7 +914,7 @@ def _run(code: str, **env: str) -> str:
 
 def test_thread_count_from_environment() -> None:
     code = """
-        import arrayselect, arrayselect.backends.numpy_backend._select_kernel as K
+        import arrayselect, arrayselect.backends.shared._select_kernel as K
         print(arrayselect.get_num_threads(), K.get_num_threads())
     """
     out = _run(code, ARRAYSELECT_NUM_THREADS="3")
@@ -943,7 +943,7 @@ def test_default_follows_affinity() -> None:
 def test_threads_work_after_fork() -> None:
     code = """
         import os, numpy as np, arrayselect as asel
-        from arrayselect.backends.numpy_backend import kernel as numpy_kernel
+        from arrayselect.backends.shared import kernel as numpy_kernel
         asel.set_num_threads(2)
         numpy_kernel.set_parallel_threshold(0)
         c = np.random.rand(200000) < 0.5
@@ -989,7 +989,7 @@ def test_pool_can_be_disabled() -> None:
     out = _run(
         """
         import numpy as np, arrayselect as asel
-        from arrayselect.backends.numpy_backend import kernel as numpy_kernel
+        from arrayselect.backends.shared import kernel as numpy_kernel
         c = np.ones(5 * 10**6, bool); a = np.ones(5 * 10**6)
         for _ in range(3):
             r = asel.select(c, a, a); del r

@@ -21,12 +21,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from arrayselect.backends.numpy_backend import kernel as numpy_kernel
+from arrayselect.backends.shared import kernel as numpy_kernel
 
 import arrayselect as asel
 
 ROOT = Path(__file__).resolve().parents[1]
-KERNEL_DIR = ROOT / "backends" / "numpy_backend" / "_kernel"
+KERNEL_DIR = ROOT / "backends" / "shared" / "_kernel"
 X86_64_GCC = platform.machine().lower() in ("x86_64", "amd64") and sys.platform != "win32"
 
 
@@ -104,7 +104,7 @@ def test_environment_variable_forces_the_baseline_loops() -> None:
         CHECK_ALL_LAYOUTS
         + """
     import arrayselect as asel
-    from arrayselect.backends.numpy_backend import kernel
+    from arrayselect.backends.shared import kernel
     check(asel.select)
     c = np.ones(100, bool)
     print(kernel.isa_info()["current"],
@@ -119,7 +119,7 @@ def test_environment_variable_unknown_warns_and_uses_the_best() -> None:
         import warnings
         warnings.simplefilter("always")
         import arrayselect
-        from arrayselect.backends.numpy_backend import kernel
+        from arrayselect.backends.shared import kernel
         info = kernel.isa_info()
         print(info["current"] == info["best"])
     """

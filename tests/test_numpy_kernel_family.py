@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from arrayselect.backends.numpy_backend import _select_kernel as K
-from arrayselect.backends.numpy_backend import kernel as numpy_kernel
-from arrayselect.backends.numpy_backend.kernel_family import (
+from arrayselect.backends.shared import _select_kernel as K
+from arrayselect.backends.shared import kernel as numpy_kernel
+from arrayselect.backends.shared.kernel_family import (
     kernel_select_cases,
     kernel_select_n,
 )

@@ -16,8 +16,8 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
-from arrayselect.backends.numpy_backend import _select_kernel as K
-from arrayselect.backends.numpy_backend import kernel as numpy_kernel
+from arrayselect.backends.shared import _select_kernel as K
+from arrayselect.backends.shared import kernel as numpy_kernel
 
 import arrayselect as asel
 
@@ -38,7 +38,7 @@ def _restore() -> Iterator[None]:
 # The start of a child process whose kernel has one worker thread running.
 WORKER_RUNNING = """
         import os, numpy as np, arrayselect as asel
-        from arrayselect.backends.numpy_backend import kernel
+        from arrayselect.backends.shared import kernel
         asel.set_num_threads(2)
         kernel.set_parallel_threshold(0)
         kernel.set_load_guard(False)
@@ -112,7 +112,7 @@ def test_same_call_same_decision() -> None:
 def test_room_guard_gives_fewer_threads_while_other_processes_hold_every_core() -> None:
     code = """
         import os, subprocess, sys, time, numpy as np, arrayselect as asel
-        from arrayselect.backends.numpy_backend import kernel
+        from arrayselect.backends.shared import kernel
         cores = len(os.sched_getaffinity(0))
         asel.set_num_threads(cores)
         c = np.random.rand(4 * 10**6) < 0.5
@@ -185,7 +185,7 @@ def test_workers_block_asynchronous_signals() -> None:
 def test_fork_context_children_run_large_selects_on_threads() -> None:
     code = """
         import multiprocessing as mp, numpy as np, arrayselect as asel
-        from arrayselect.backends.numpy_backend import kernel
+        from arrayselect.backends.shared import kernel
 
         def setup():
             asel.set_num_threads(2)
@@ -342,7 +342,7 @@ def test_pool_info_while_the_collector_frees_a_pooled_output() -> None:
     the garbage collector, which may free an output from the pool (a deadlock before)."""
     code = """
         import faulthandler, gc, numpy as np, arrayselect as asel
-        from arrayselect.backends.numpy_backend import kernel
+        from arrayselect.backends.shared import kernel
         faulthandler.dump_traceback_later(60, exit=True)
         n = (32 << 20) // 4  # the smallest output that comes from the pool
         out = asel.select(np.ones(n, bool), np.ones(n, np.float32), np.zeros(n, np.float32))

@@ -154,7 +154,7 @@ ROOT = Path(__file__).resolve().parents[1]
 C_SOURCES = [
     "src/arrayselect/_fastcall.c",
     *sorted(
-        str(p.relative_to(ROOT)) for p in (ROOT / "backends/numpy_backend/_kernel").glob("*.c")
+        str(p.relative_to(ROOT)) for p in (ROOT / "backends/shared/_kernel").glob("*.c")
     ),
 ]
 

@@ -666,7 +666,7 @@ def test_select_n_torch_large_calls_on_the_numpy_route(dtype: str) -> None:
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int8"])
 def test_select_cases_torch_large_calls_on_the_numpy_route(dtype: str) -> None:
     torch = pytest.importorskip("torch")
-    from arrayselect.backends.numpy_backend import kernel
+    from arrayselect.backends.shared import kernel
     from arrayselect.backends.torch_backend import KERNEL_MIN_SIZE
 
     rng = np.random.default_rng(3)

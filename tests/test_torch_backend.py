@@ -20,7 +20,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="torch is not installed")
 
 from arrayselect.backends import torch_backend  # noqa: E402
-from arrayselect.backends.numpy_backend import kernel  # noqa: E402
+from arrayselect.backends.shared import kernel  # noqa: E402
 from arrayselect.backends.torch_backend.counting import CountingBackend  # noqa: E402
 
 import arrayselect as asel  # noqa: E402
@@ -497,7 +497,7 @@ def test_force_portable_routes_torch_to_the_portable_backend() -> None:
 def test_kernel_threads_capped_at_torch_s_unless_chosen() -> None:
     code = """
 import torch, numpy as np, arrayselect as asel
-from arrayselect.backends.numpy_backend import kernel
+from arrayselect.backends.shared import kernel
 kernel.set_parallel_threshold(0)
 torch.set_num_threads(1)
 c, a = torch.rand(300000) < 0.5, torch.rand(300000)
@@ -526,7 +526,7 @@ def test_kernel_splits_on_torch_s_openmp_threads() -> None:
         pytest.skip(f"no kernel: {kernel.KERNEL_MISSING}")
     code = """
 import torch, numpy as np, arrayselect as asel
-from arrayselect.backends.numpy_backend import kernel
+from arrayselect.backends.shared import kernel
 kernel.set_parallel_threshold(0)
 kernel.set_load_guard(False)
 asel.set_num_threads(2)
@@ -557,7 +557,7 @@ def test_forked_child_splits_on_the_kernel_s_pool() -> None:
         pytest.skip(f"no OpenMP split here: {why}")
     code = """
 import os, numpy as np, torch, arrayselect as asel
-from arrayselect.backends.numpy_backend import kernel
+from arrayselect.backends.shared import kernel
 kernel.set_parallel_threshold(0)
 kernel.set_load_guard(False)
 asel.set_num_threads(2)

@@ -18,7 +18,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="torch is not installed")
 
 from arrayselect.backends import torch_backend  # noqa: E402
-from arrayselect.backends.numpy_backend import kernel  # noqa: E402
+from arrayselect.backends.shared import kernel  # noqa: E402
 
 import arrayselect as asel  # noqa: E402
 

@@ -88,7 +88,7 @@ def test_fork_after_a_kernel_select() -> None:
         """
 import arrayselect as asel
 from arrayselect.backends import torch_backend
-from arrayselect.backends.numpy_backend import kernel
+from arrayselect.backends.shared import kernel
 kernel.set_parallel_threshold(0)
 kernel.set_load_guard(False)
 asel.set_num_threads(2)
@@ -107,7 +107,7 @@ def test_fork_after_a_parallel_torch_op_and_a_kernel_select() -> None:
     out = _run(
         """
 import arrayselect as asel
-from arrayselect.backends.numpy_backend import kernel
+from arrayselect.backends.shared import kernel
 kernel.set_load_guard(False)
 (torch.ones(10**6) + 1).sum()
 a = torch.rand(10**6)

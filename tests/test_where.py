@@ -170,7 +170,7 @@ def test_where_refuses_what_the_standard_refuses(xp: ModuleType) -> None:
 
 def test_where_needs_no_pass_when_dtypes_agree() -> None:
     """Same dtypes, or a Python scalar of the array's kind: no cast, straight to select."""
-    from arrayselect.backends.numpy_backend import kernel
+    from arrayselect.backends.shared import kernel
 
     c = np.array([True, False, True])
     x = np.arange(3, dtype=np.float32)

@@ -221,7 +221,7 @@ class InstructionSets:
     param_names: ClassVar[list[str]] = ["isa", "pattern", "n"]
 
     def setup(self, isa: str, pattern: str, n: int) -> None:
-        from arrayselect.backends.numpy_backend import kernel
+        from arrayselect.backends.shared import kernel
 
         if isa not in kernel.isa_info()["usable"]:
             raise SkipNotImplemented(f"{isa} loops not usable here")
@@ -260,7 +260,7 @@ class Family:
     param_names: ClassVar[list[str]] = ["n"]
 
     def setup(self, n: int) -> None:
-        from arrayselect.backends.numpy_backend import kernel_family
+        from arrayselect.backends.shared import kernel_family
 
         self.family = kernel_family
         self.d = _family_inputs(n)

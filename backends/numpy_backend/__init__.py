@@ -32,9 +32,9 @@ from arrayselect.plugin import (
     SignatureCache,
 )
 
-from . import family as _family
+from ..shared import family as _family
+from ..shared.kernel import KERNEL_MISSING, kernel_select
 from . import fast_path as _fast_path
-from .kernel import KERNEL_MISSING, kernel_select
 from .numpy_route import numpy_select
 
 __all__ = ["BACKEND", "NumpyBackend", "as_kernel_operands", "create"]

@@ -30,7 +30,7 @@ import numpy as np
 
 from arrayselect.plugin import FastPath, check_out_layout, select_positional, validate
 
-from .kernel import _k
+from ..shared.kernel import _k
 
 __all__ = ["clear_cache", "fast_path"]
 

@@ -17,59 +17,15 @@ it costs and how to get the kernel; ``ARRAYSELECT_KERNEL_WARNING=0`` or a
 
 from __future__ import annotations
 
-import os
-import warnings
 from typing import Any
 
 import numpy as np
 
 from arrayselect.plugin import SelectPlan
 
-from .kernel import KERNEL_MISSING
+from ..shared.kernel import KernelMissingWarning, warn_kernel_missing
 
-__all__ = ["KernelMissingWarning", "numpy_select", "warn_kernel_missing"]
-
-
-class KernelMissingWarning(RuntimeWarning):
-    """arrayselect runs without its compiled NumPy kernel: same answers, slower."""
-
-
-# No figure here: a warning cannot say on which machine, at which load and when it was
-# measured, so it points to the page whose figures say so.
-_COST = (
-    "large selects cost what numpy.where costs, small ones some microseconds more, and "
-    "the kernel is usually several times faster than both (measured figures, with their "
-    "machine and load: docs/platforms.md, 'How much slower')"
-)
-
-_warned = False
-
-
-def warn_kernel_missing() -> None:
-    """Warn, once per process, that a NumPy select runs without the kernel.
-
-    Called where a select would have run the kernel; does nothing after the
-    first call, with the kernel present, or with ``ARRAYSELECT_KERNEL_WARNING=0``.
-    """
-    global _warned
-    if _warned or KERNEL_MISSING is None:
-        return
-    _warned = True
-    if os.environ.get("ARRAYSELECT_KERNEL_WARNING", "1") == "0":
-        return
-    warnings.warn(
-        f"arrayselect runs without its compiled NumPy kernel ({KERNEL_MISSING}). "
-        "NumPy selects give the same results through numpy.where and Python, but "
-        f"slower: {_COST}. To get the kernel, install a C compiler (Linux: gcc and the "
-        "Python headers, e.g. `apt install gcc python3-dev`; macOS: `xcode-select "
-        "--install`; Windows: Visual Studio Build Tools' C++ workload) and reinstall "
-        "arrayselect (`pip install --force-reinstall --no-deps arrayselect`); "
-        "`arrayselect.show_runtime()` says what is present. Silence this warning with "
-        "ARRAYSELECT_KERNEL_WARNING=0 or "
-        "warnings.filterwarnings('ignore', message='arrayselect runs without').",
-        KernelMissingWarning,
-        stacklevel=2,
-    )
+__all__ = ["KernelMissingWarning", "numpy_select"]
 
 
 def numpy_select(cond: Any, then: Any, else_: Any, plan: SelectPlan, out: Any) -> Any:

@@ -7,7 +7,7 @@ libraries torch has loaded, through ``ctypes``.
   a tensor's dtype, device, layout and sizes (``aoti_torch_get_*``), for the
   recent-call check (:mod:`.recent`, which verifies them).
 * :func:`openmp_parallel`: ``GOMP_parallel`` of the OpenMP runtime torch's CPU ops
-  run on, for the kernel (:func:`~arrayselect.backends.numpy_backend.kernel.set_openmp`).
+  run on, for the kernel (:func:`~arrayselect.backends.shared.kernel.set_openmp`).
 * :func:`openmp_release`: that runtime's ``omp_pause_resource_all``, which lets the
   calling thread's OpenMP threads go, for the fork guard.
 

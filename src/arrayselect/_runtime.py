@@ -120,7 +120,7 @@ def runtime_info() -> RuntimeInfo:
     """
     # The NumPy backend loads with the package; read, not imported: the core imports
     # no backend (they are found by name, as the registry finds them).
-    kernel = sys.modules["arrayselect.backends.numpy_backend.kernel"]
+    kernel = sys.modules["arrayselect.backends.shared.kernel"]
     isa = kernel.isa_info()
     return {
         "arrayselect": __version__,

@@ -1,7 +1,7 @@
 """The compiled Select kernel of the NumPy backend: diagnostics and tuning knobs.
 
-The kernel (``arrayselect.backends.numpy_backend._select_kernel``, built from
-``backends/numpy_backend/_kernel/`` by the package's own build) selects on raw
+The kernel (``arrayselect.backends.shared._select_kernel``, built from
+``backends/shared/_kernel/`` by the package's own build) selects on raw
 bits per item size, so every NumPy and ``ml_dtypes`` dtype goes through it.
 
 The kernel is optional: a build without a C compiler, or an extension that does
@@ -30,12 +30,13 @@ import importlib
 import importlib.metadata
 import os
 import sys
+import warnings
 from typing import Any
 
 from arrayselect.plugin import settings
 
 try:
-    _k: Any = importlib.import_module("arrayselect.backends.numpy_backend._select_kernel")
+    _k: Any = importlib.import_module("arrayselect.backends.shared._select_kernel")
 except ImportError as _exc:
     _k = None
     #: Why the compiled kernel is missing (``None`` when it is loaded).
@@ -45,6 +46,7 @@ else:
 
 __all__ = [
     "KERNEL_MISSING",
+    "KernelMissingWarning",
     "explain",
     "get_parallel_threshold",
     "get_stream_threshold",
@@ -59,6 +61,7 @@ __all__ = [
     "set_parallel_threshold",
     "set_stream_threshold",
     "shutdown_pool",
+    "warn_kernel_missing",
 ]
 
 #: ``kernel_select(cond, then, else_, out, out_shape, cond_dims, then_dims,
@@ -325,3 +328,45 @@ if _k is not None:
         os.register_at_fork(before=_k.shutdown_pool)
     if "threadpoolctl" in sys.modules:
         register_threadpoolctl()
+
+
+class KernelMissingWarning(RuntimeWarning):
+    """arrayselect runs without its compiled NumPy kernel: same answers, slower."""
+
+
+# No figure here: a warning cannot say on which machine, at which load and when it was
+# measured, so it points to the page whose figures say so.
+_COST = (
+    "large selects cost what numpy.where costs, small ones some microseconds more, and "
+    "the kernel is usually several times faster than both (measured figures, with their "
+    "machine and load: docs/platforms.md, 'How much slower')"
+)
+
+_warned = False
+
+
+def warn_kernel_missing() -> None:
+    """Warn, once per process, that a NumPy select runs without the kernel.
+
+    Called where a select would have run the kernel; does nothing after the
+    first call, with the kernel present, or with ``ARRAYSELECT_KERNEL_WARNING=0``.
+    """
+    global _warned
+    if _warned or KERNEL_MISSING is None:
+        return
+    _warned = True
+    if os.environ.get("ARRAYSELECT_KERNEL_WARNING", "1") == "0":
+        return
+    warnings.warn(
+        f"arrayselect runs without its compiled NumPy kernel ({KERNEL_MISSING}). "
+        "NumPy selects give the same results through numpy.where and Python, but "
+        f"slower: {_COST}. To get the kernel, install a C compiler (Linux: gcc and the "
+        "Python headers, e.g. `apt install gcc python3-dev`; macOS: `xcode-select "
+        "--install`; Windows: Visual Studio Build Tools' C++ workload) and reinstall "
+        "arrayselect (`pip install --force-reinstall --no-deps arrayselect`); "
+        "`arrayselect.show_runtime()` says what is present. Silence this warning with "
+        "ARRAYSELECT_KERNEL_WARNING=0 or "
+        "warnings.filterwarnings('ignore', message='arrayselect runs without').",
+        KernelMissingWarning,
+        stacklevel=2,
+    )

@@ -105,7 +105,7 @@ def kernel_select_n(which: Array, cases: Sequence[Array], out: Array | None) -> 
     Examples
     --------
     >>> import numpy as np
-    >>> from arrayselect.backends.numpy_backend.kernel_family import kernel_select_n
+    >>> from arrayselect.backends.shared.kernel_family import kernel_select_n
     >>> kernel_select_n(np.array([2, 0, 1]), (np.zeros(3), np.ones(3), np.full(3, 7.0)), None)
     array([7., 0., 1.])
     """
@@ -138,7 +138,7 @@ def kernel_select_cases(
     Examples
     --------
     >>> import numpy as np
-    >>> from arrayselect.backends.numpy_backend.kernel_family import kernel_select_cases
+    >>> from arrayselect.backends.shared.kernel_family import kernel_select_cases
     >>> x = np.array([-2.0, 0.0, 3.0])
     >>> kernel_select_cases((x < 0, x > 0), (-x, x * 10), np.zeros(3), None)
     array([ 2.,  0., 30.])

@@ -1,6 +1,11 @@
-"""What several backends know of one library, written once: backends import this
-module, never each other.
+"""What several backends share, written once: backends import this package, never each
+other.
 
+* the compiled CPU kernel, which the NumPy backend runs on arrays and the PyTorch
+  backend on CPU tensors' memory: its loader and settings (:mod:`.kernel`, the C sources
+  in ``_kernel/``), the select family on it (:mod:`.kernel_family`) and the family's
+  NumPy routes around it (:mod:`.family`); imported by those two backends only (this
+  module does not import them);
 * JAX's 64-bit mode: whether it is on (:func:`jax_x64_enabled`, what a JAX dtype
   decision depends on) and how to turn it on (:func:`jax_wider_dtypes_hint`), for the
   JAX backend and for the portable backend serving JAX arrays;

@@ -1,5 +1,5 @@
 /*
- * arrayselect.backends.numpy_backend._select_kernel: the compiled Select
+ * arrayselect.backends.shared._select_kernel: the compiled Select
  * kernel for NumPy,
  *
  *     out[i] = cond[i] ? then[i] : else[i]

@@ -1,4 +1,4 @@
-# Type stub of the compiled kernel (backends/numpy_backend/_kernel/select_kernel.c).
+# Type stub of the compiled kernel (backends/shared/_kernel/select_kernel.c).
 from typing import Any
 
 HAVE_THREADS: int

@@ -23,8 +23,7 @@ import numpy as np
 
 from arrayselect.plugin import Backend, BoundedCache, Shape, errors, generic
 
-from .kernel import KERNEL_MISSING
-from .numpy_route import warn_kernel_missing
+from .kernel import KERNEL_MISSING, warn_kernel_missing
 
 #: Python scalar operands (exact types), as the core defines them.
 PYTHON_SCALARS = Backend.PYTHON_SCALARS
@@ -314,7 +313,7 @@ def _take(cond: np.ndarray, x: np.ndarray, where: list[Any]) -> np.ndarray:
 # other side's dtype or Python scalar type). NumPy 2 promotes a Python scalar by its
 # type, never its value (NEP 50), so these are all it depends on; the lookup costs a
 # third of np.result_type's call, which a call of 10^3 elements notices.
-_PROMOTED = BoundedCache[tuple[Any, Any, Any], Any]("numpy_backend.promotions", 256)
+_PROMOTED = BoundedCache[tuple[Any, Any, Any], Any]("shared.family.promotions", 256)
 _promoted = _PROMOTED.data  # read on every call
 
 
@@ -339,7 +338,7 @@ def _promote(backend: Any, taken: Any, other: Any) -> Any:
 # is one object from call to call. A call of 10^3 elements notices the promotion,
 # the range check and the conversion (about 0.5 us of its 5).
 _FILLS = BoundedCache[int, tuple[Any, Any, Any, Any, np.ndarray]](
-    "numpy_backend.apply_where_fills", 256
+    "shared.family.apply_where_fills", 256
 )
 _fills = _FILLS.data  # read on every call
 

@@ -220,6 +220,7 @@ def test_the_docs_backend_gives_the_oracles_answers(mode: tuple[Any, ...]) -> No
     and the family the core gives it."""
     xp = pytest.importorskip("array_api_strict", reason="array_api_strict is not installed")
     from oracle import oracle_select, oracle_select_n
+    from xp_helpers import to_numpy
 
     module: dict[str, Any] = {"__name__": "strict_backend"}
     exec(compile(PLUGIN_MODULE, "docs/plugins.md", "exec"), module)
@@ -235,24 +236,24 @@ def test_the_docs_backend_gives_the_oracles_answers(mode: tuple[Any, ...]) -> No
         options = {"auto_broadcast": ab, "axis": axis, "cond_broadcast": cb}
         for _ in range(2):  # cold, then warm
             got = asel.select(*args, **options)
-            np.testing.assert_array_equal(np.asarray(got), expected)
+            np.testing.assert_array_equal(to_numpy(got), expected)
         out = xp.zeros(expected.shape, dtype=xp.float32)
         assert asel.select(*args, **options, out=out) is out
-        np.testing.assert_array_equal(np.asarray(out), expected)
+        np.testing.assert_array_equal(to_numpy(out), expected)
         if ab == "none":  # a scalar has another shape: an error in this mode
             return
         half = oracle_select(c != 0, t, np.float32(0.5), auto_broadcast=ab, axis=axis,
                              cond_broadcast=cb)  # fmt: skip
         for _ in range(2):
             got = asel.select(args[0], args[1], 0.5, **options)
-            np.testing.assert_array_equal(np.asarray(got), half)
+            np.testing.assert_array_equal(to_numpy(got), half)
         backend = asel.backend_for(*args)
         assert type(backend).__name__ == "StrictBackend"
         assert backend.calls == 5, backend.calls  # every select above ran its select
         which = rng.integers(0, 3, (5,))
         cases = [rng.standard_normal(5) for _ in range(3)]
         got = asel.select_n(xp.asarray(which), *(xp.asarray(x) for x in cases))
-        np.testing.assert_array_equal(np.asarray(got), oracle_select_n(which, cases))
+        np.testing.assert_array_equal(to_numpy(got), oracle_select_n(which, cases))
         with pytest.raises(asel.ScalarOverflowError, match="else=300"):
             asel.select(xp.asarray(c != 0), xp.asarray(t.astype(np.uint8)), 300, **options)
     finally:

@@ -1,6 +1,6 @@
 """Build the package's three C extensions.
 
-* ``arrayselect._fastcall``: the hit path of the core's fast-path protocol;
+* ``arrayselect._dispatch._fastcall``: the hit path of the core's fast-path protocol;
 * ``arrayselect.backends.shared._select_kernel``: the CPU kernel the NumPy and PyTorch backends run;
 * ``arrayselect.backends.torch_backend._fields``: the torch backend's recent-call check
   (it reads tensors through libtorch's C functions, found at run time: it needs
@@ -62,7 +62,7 @@ WARNING: arrayselect is installed without {missing}: {why}.
   to make a failed build an error instead."""
 
 _EXT_NAMES = {
-    "arrayselect._fastcall": "the compiled fast path (arrayselect._fastcall)",
+    "arrayselect._dispatch._fastcall": "the compiled fast path (arrayselect._dispatch._fastcall)",
     "arrayselect.backends.shared._select_kernel": (
         "the compiled NumPy kernel (arrayselect.backends.shared._select_kernel)"
     ),
@@ -171,7 +171,7 @@ _KERNEL_MACROS = (
     [("SK_NO_DISPATCH", "1")] if os.environ.get("ARRAYSELECT_KERNEL_DISPATCH") == "0" else []
 )
 _KERNEL_SOURCES = ["select_kernel.c", "sk_loops.c", "sk_plan.c", "sk_pool.c", "sk_memory.c"]
-_KERNEL_SOURCES += ["sk_fast.c", "sk_family.c"]
+_KERNEL_SOURCES += ["sk_fast.c", "sk_cases.c"]
 # The OS layer (sk_os.h): each file compiles to nothing on the other OS.
 _KERNEL_SOURCES += ["sk_os_posix.c", "sk_os_win32.c", "sk_os_cpu.c"]
 _KERNEL_SOURCES += ["sk_loops_avx2.c", "sk_loops_avx512.c"]
@@ -186,7 +186,9 @@ def extensions(numpy_include: str) -> list[Extension]:
     cross-compile the same sources with the same flags for aarch64 and s390x.
     """
     return [
-        Extension("arrayselect._fastcall", sources=["src/arrayselect/_fastcall.c"]),
+        Extension(
+            "arrayselect._dispatch._fastcall", sources=["src/arrayselect/_dispatch/_fastcall.c"]
+        ),
         Extension(
             "arrayselect.backends.shared._select_kernel",
             sources=[_KERNEL + name for name in _KERNEL_SOURCES],
@@ -197,7 +199,7 @@ def extensions(numpy_include: str) -> list[Extension]:
         Extension(
             "arrayselect.backends.torch_backend._fields",
             sources=["backends/torch_backend/_fields.c"],
-            include_dirs=["src/arrayselect"],  # _vectorcall_type.h
+            include_dirs=["src/arrayselect/_dispatch"],  # _vectorcall_type.h
         ),
     ]
 

@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 from arrayselect.backends.shared import kernel as numpy_kernel
-from arrayselect.backends.shared.kernel_family import (
+from arrayselect.backends.shared.kernel_cases import (
     kernel_select_cases,
     kernel_select_n,
 )
@@ -63,7 +63,7 @@ from kernel_ratios import SAMPLE_SECONDS, copy_bandwidth
 from machine_state import load_average
 
 import arrayselect as asel
-from arrayselect._bench_stats import compare_interleaved
+from arrayselect._tools.bench_stats import compare_interleaved
 
 CASES = 4
 Fns = dict[str, Callable[[], Any]]
@@ -71,7 +71,7 @@ Fns = dict[str, Callable[[], Any]]
 
 def compare_shuffled(fns: list[Callable[[], Any]], repeats: int) -> list[float]:
     """Median seconds per call of each function, interleaved in a new random order
-    each repeat (:func:`arrayselect._bench_stats.compare_interleaved`)."""
+    each repeat (:func:`arrayselect._tools.bench_stats.compare_interleaved`)."""
     return compare_interleaved(fns, repeats, SAMPLE_SECONDS)
 
 

@@ -7,7 +7,7 @@ Run it alternately, so that both see the same machine::
         .venv/bin/python asv_benchmarks/no_kernel_rows.py --no-kernel
     done
 
-``--no-kernel`` makes ``arrayselect._fastcall`` and the NumPy kernel unimportable
+``--no-kernel`` makes ``arrayselect._dispatch._fastcall`` and the NumPy kernel unimportable
 before arrayselect is imported (a meta-path finder raising ``ImportError`` for those
 two names, as a build without a C compiler has them missing), so the NumPy backend
 runs through ``numpy.where`` (docs/platforms.md). It prints the bench's table for
@@ -21,7 +21,7 @@ import argparse
 import sys
 from typing import Any
 
-COMPILED = ("arrayselect._fastcall", "arrayselect.backends.shared._select_kernel")
+COMPILED = ("arrayselect._dispatch._fastcall", "arrayselect.backends.shared._select_kernel")
 
 
 class _NoCompiled:
@@ -38,7 +38,8 @@ def main() -> int:
         sys.meta_path.insert(0, _NoCompiled())  # type: ignore[arg-type]
 
     import arrayselect as asel
-    from arrayselect import _bench, adapters
+    from arrayselect import adapters
+    from arrayselect._tools import bench as _bench
 
     report = _bench.run_bench(
         quick=True, targets=[_bench.Target(adapters.get("numpy"))], progress=None

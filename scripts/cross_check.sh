@@ -93,7 +93,7 @@ run_check() { # name function: one line, PASS or FAIL with the log's tail
 }
 
 # The one-file extensions: object folder under $EXT_DIR, and source.
-declare -A SINGLE=([fastcall]=src/arrayselect/_fastcall.c [fields]=backends/torch_backend/_fields.c)
+declare -A SINGLE=([fastcall]=src/arrayselect/_dispatch/_fastcall.c [fields]=backends/torch_backend/_fields.c)
 EXTS=(kernel "${!SINGLE[@]}")
 
 # extensions CC... : compile the three extensions' C files with -Werror into $EXT_DIR

@@ -9,9 +9,11 @@ import numpy as np
 import pytest
 from xp_helpers import run_without
 
-from arrayselect import _bench, _bench_stats, adapters
+from arrayselect import adapters
 from arrayselect.__main__ import main
-from arrayselect._bench_stats import Spread
+from arrayselect._tools import bench as _bench
+from arrayselect._tools import bench_stats as _bench_stats
+from arrayselect._tools.bench_stats import Spread
 
 TINY = (_bench.BenchCase("same", 100), _bench.BenchCase("outer", 64, "int8"))
 COLUMNS = list(_bench.COLUMNS)
@@ -128,7 +130,7 @@ def test_bench_without_ml_dtypes_reports_bfloat16_not_installed() -> None:
     proc = run_without(
         "ml_dtypes",
         """
-        from arrayselect import _bench
+        from arrayselect._tools import bench as _bench
 
         _bench.QUICK_CASES = (
             _bench.BenchCase("same", 100, "bfloat16"),
@@ -262,7 +264,7 @@ def test_copy_is_timed_after_every_round(monkeypatch: pytest.MonkeyPatch) -> Non
 
 def test_chart_labels_bars_marks_gaps_and_keeps_the_legend_off_the_data() -> None:
     pytest.importorskip("matplotlib")
-    from arrayselect import _bench_chart
+    from arrayselect._tools import bench_chart as _bench_chart
 
     fig = _bench_chart.draw(_report(3.0))
     try:

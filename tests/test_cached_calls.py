@@ -2,7 +2,7 @@
 of its key flipped.
 
 One parametrized test for every cache the library keeps: a call of each form runs with
-no cache holding anything (every :class:`arrayselect._caches.BoundedCache` emptied and
+no cache holding anything (every :class:`arrayselect._base.caches.BoundedCache` emptied and
 the backend made afresh, so its signature cache, recent-call check and kernel table are
 new too), and that answer (a result's bits, or an error's type and message) is the
 reference. Then, from empty caches again, the call runs three times (a miss that fills
@@ -22,7 +22,8 @@ import pytest
 from xp_helpers import from_numpy, supports_out, to_numpy
 
 import arrayselect as asel
-from arrayselect import _caches, _registry
+from arrayselect._base import caches as _caches
+from arrayselect._dispatch import registry as _registry
 
 Call = Callable[[], Any]
 FLIPS = ["none", "dtype", "shape", "scalar type", "option", "out layout"]

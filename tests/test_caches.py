@@ -1,11 +1,11 @@
 """Every cache is a BoundedCache, registered: found by reading the source.
 
 A dict (or list) kept by a module or an object and written to after import is either a
-:class:`arrayselect._caches.BoundedCache`, written through ``put``, or one of the
+:class:`arrayselect._base.caches.BoundedCache`, written through ``put``, or one of the
 registries below, which grow per library or per setting, never per call. A new one
 fails :func:`test_no_container_outside_a_bounded_cache_is_written_after_import`; the
 cache-bounds tests of ``tests/test_concurrency.py`` then see every cache through
-:func:`arrayselect._caches.cache_sizes`, since a BoundedCache registers itself.
+:func:`arrayselect._base.caches.cache_sizes`, since a BoundedCache registers itself.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from arrayselect._caches import BoundedCache, cache_sizes
+from arrayselect._base.caches import BoundedCache, cache_sizes
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = sorted(
@@ -24,17 +24,23 @@ SOURCES = sorted(
 
 #: Containers written after import that are not caches: (file, name) and why.
 NOT_CACHES: dict[tuple[str, str], str] = {
-    ("src/arrayselect/_registry.py", "_factories"): "one factory per library key",
-    ("src/arrayselect/_registry.py", "_backends"): "one backend per library (and forced)",
-    ("src/arrayselect/_registry.py", "fast_paths"): "one fast path per array type of a backend",
-    ("src/arrayselect/_registry.py", "_installed_fast_paths"): "as fast_paths",
-    ("src/arrayselect/_registry.py", "_fast_path_library"): "as fast_paths",
-    ("src/arrayselect/_registry.py", "tracing_checks"): "one check per array type of a backend",
-    ("src/arrayselect/_caches.py", "_reports"): "one report per named cache",
-    ("src/arrayselect/_registry.py", "forcing"): "a counter of open force_portable blocks",
-    ("src/arrayselect/_settings.py", "_listeners"): "one subscription per compiled kernel",
-    ("src/arrayselect/_import_hook.py", "_finder.watched"): "one list per watched library",
-    ("src/arrayselect/_bench.py", "self.seconds"): "the samples of one benchmark row",
+    ("src/arrayselect/_dispatch/registry.py", "_factories"): "one factory per library key",
+    ("src/arrayselect/_dispatch/registry.py", "_backends"): "one backend per library (and forced)",
+    (
+        "src/arrayselect/_dispatch/registry.py",
+        "fast_paths",
+    ): "one fast path per array type of a backend",
+    ("src/arrayselect/_dispatch/registry.py", "_installed_fast_paths"): "as fast_paths",
+    ("src/arrayselect/_dispatch/registry.py", "_fast_path_library"): "as fast_paths",
+    (
+        "src/arrayselect/_dispatch/registry.py",
+        "tracing_checks",
+    ): "one check per array type of a backend",
+    ("src/arrayselect/_base/caches.py", "_reports"): "one report per named cache",
+    ("src/arrayselect/_dispatch/registry.py", "forcing"): "a counter of open force_portable blocks",
+    ("src/arrayselect/_base/settings.py", "_listeners"): "one subscription per compiled kernel",
+    ("src/arrayselect/_base/import_hook.py", "_finder.watched"): "one list per watched library",
+    ("src/arrayselect/_tools/bench.py", "self.seconds"): "the samples of one benchmark row",
     ("backends/torch_backend/__init__.py", "_fork_guarded"): "a flag, set once",
     ("backends/torch_backend/dynamo.py", "ALLOWED"): "a flag, set once",
     ("backends/torch_backend/recent.py", "self._slots"): (
@@ -96,7 +102,7 @@ def test_no_container_outside_a_bounded_cache_is_written_after_import() -> None:
     written = {(str(p.relative_to(ROOT)), name) for p in SOURCES for name in _written(p)}
     unexplained = sorted(written - NOT_CACHES.keys())
     assert not unexplained, (
-        "make these arrayselect._caches.BoundedCache (written with put), or say why "
+        "make these arrayselect._base.caches.BoundedCache (written with put), or say why "
         f"they are not caches in NOT_CACHES: {unexplained}"
     )
     gone = sorted(NOT_CACHES.keys() - written)

@@ -37,7 +37,7 @@ def _matrix(tmp_path: Path, jobs: dict[str, str], *, ci: bool, env: dict[str, st
         group = name.split(":")[1] if ":" in name else name
         name = name.split(":")[0]
         (scripts / f"{name}.sh").write_text(
-            f'source {CI / "_job.sh"}\njob_init {name} 3.11 x86_64 fake\n{body}\n'
+            f"source {CI / '_job.sh'}\njob_init {name} 3.11 x86_64 fake\n{body}\n"
         )
         lines.append(f"{name}|{name}.sh|{group}|-|3.11|x86_64|fake")
     matrix_dir = tmp_path / "matrix"
@@ -161,16 +161,20 @@ def _fake_apt(tmp_path: Path, fail_first: int) -> tuple[Path, Path]:
     )
     (bin_dir / "dpkg-query").write_text("#!/bin/sh\nexit 1\n")
     for name in ("mount", "update-binfmts", "id"):
-        (bin_dir / name).write_text("#!/bin/sh\n[ \"$1\" = -u ] && echo 0\nexit 0\n")
+        (bin_dir / name).write_text('#!/bin/sh\n[ "$1" = -u ] && echo 0\nexit 0\n')
     for path in bin_dir.iterdir():
         path.chmod(0o755)
     return bin_dir, log
 
 
 def _setup(tmp_path: Path, bin_dir: Path, *, ci: bool) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "CI": "true" if ci else "",
-           "ARRAYSELECT_APT_RETRY_SECONDS": "0",
-           "ARRAYSELECT_SETUP_RECORD": str(tmp_path / "installed")}
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "CI": "true" if ci else "",
+        "ARRAYSELECT_APT_RETRY_SECONDS": "0",
+        "ARRAYSELECT_SETUP_RECORD": str(tmp_path / "installed"),
+    }
     return subprocess.run(["bash", str(CI / "system_setup.sh")], env=env, capture_output=True,
                           text=True, timeout=300)  # fmt: skip
 

@@ -4,7 +4,7 @@
   (NumPy, NumPy through the portable backend, PyTorch, JAX, array-api-strict,
   a little Dask) give exactly the results (or the exception classes) of the
   same calls made serially, and nothing else escapes.
-* Every cache the library keeps (``arrayselect._caches.cache_sizes()``, every
+* Every cache the library keeps (``arrayselect._base.caches.cache_sizes()``, every
   ``functools.lru_cache`` in an ``arrayselect`` module, every dict a backend
   object holds) stays within its bound after more distinct shapes and dtypes
   than the bound, also when 8 threads fill it at once.
@@ -27,8 +27,9 @@ from oracle import bits_equal
 from xp_helpers import to_numpy
 
 import arrayselect as asel
-from arrayselect import _caches, _registry
-from arrayselect._shapes import make_plan
+from arrayselect._base import caches as _caches
+from arrayselect._dispatch import registry as _registry
+from arrayselect._rules.shapes import make_plan
 
 THREADS = 8
 CALLS_PER_THREAD = 200
@@ -221,7 +222,7 @@ def _flood_shapes(
 
 def _bound() -> int:
     sizes = _caches.cache_sizes()
-    assert "_shapes.make_plan" in sizes, sizes
+    assert "shapes.make_plan" in sizes, sizes
     return max(bound for _, bound in sizes.values())
 
 
@@ -230,7 +231,7 @@ def test_caches_are_registered_and_bounded():
         assert func.cache_parameters()["maxsize"] is not None, f"{name} is an unbounded cache"
     asel.select(np.array([True]), np.array([1.0]), 0.0)  # creates the NumPy backend
     sizes = _caches.cache_sizes()
-    assert "_dtypes.numpy_dtype_kind" in sizes, sizes
+    assert "dtypes.numpy_dtype_kind" in sizes, sizes
     for name, (size, bound) in sizes.items():
         assert 0 <= size <= bound, (name, size, bound)
 
@@ -259,7 +260,7 @@ def test_caches_stay_bounded_under_threads():
     assert not failures, failures[:3]
     for name, (size, cache_bound) in _caches.cache_sizes().items():
         assert size <= cache_bound, (name, size, cache_bound)
-    assert _caches.cache_sizes()["_dtypes.numpy_dtype_kind"][0] > 0
+    assert _caches.cache_sizes()["dtypes.numpy_dtype_kind"][0] > 0
     for name, func in _lru_caches().items():
         info = func.cache_info()
         assert info.currsize <= info.maxsize, (name, info)

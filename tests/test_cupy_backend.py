@@ -388,7 +388,7 @@ def test_select_n_index_dtypes_and_out(index: str):
 
 
 def test_select_n_out_of_range_on_the_gpu():
-    from arrayselect._errors import index_error
+    from arrayselect._base.errors import index_error
 
     which = cp.asarray(np.array([[1], [-3]], np.int32))
     cases = [cp.arange(8.0).reshape(2, 4) + 10 * k for k in range(3)]

@@ -26,9 +26,9 @@ from arrayselect.backends.cupy_backend import kernels as ck
 from xp_helpers import ALL_DTYPES, numpy_dtype
 
 import arrayselect as asel
-from arrayselect import _registry
-from arrayselect._errors import index_error
-from arrayselect._validate import check_devices
+from arrayselect._base.errors import index_error
+from arrayselect._dispatch import registry as _registry
+from arrayselect._validation.checks import check_devices
 
 # The backend modules, wherever the package was installed from.
 BACKENDS = Path(arrayselect.backends.__file__).resolve().parent

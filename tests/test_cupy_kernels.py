@@ -39,7 +39,7 @@ import pytest
 from arrayselect.backends.cupy_backend import kernels as ck
 from xp_helpers import ALL_DTYPES, run_without
 
-from arrayselect import _registry
+from arrayselect._dispatch import registry as _registry
 
 # The backend modules, wherever the package was installed from.
 BACKENDS = Path(arrayselect.backends.__file__).resolve().parent

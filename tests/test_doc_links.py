@@ -90,6 +90,6 @@ def test_command_line_help_is_plain_text_and_names_the_default(
 
 
 def test_selfcheck_rows_are_labelled_by_the_pages() -> None:
-    from arrayselect._selfcheck import EXAMPLES
+    from arrayselect._tools.selfcheck import EXAMPLES
 
     assert not [ex.source for ex in EXAMPLES if ex.source.startswith("SPEC")]

@@ -403,7 +403,7 @@ def test_the_api_summary_lists_every_public_name_with_its_signature() -> None:
     for line in block.splitlines():
         code = line.split("  #")[0].strip()
         if code.startswith("asel."):
-            name, _, signature = code[len("asel."):].partition("(")
+            name, _, signature = code[len("asel.") :].partition("(")
             listed[name] = "(" + signature if signature else ""
     assert sorted(listed) == sorted(arrayselect.__all__)
     for name, signature in listed.items():

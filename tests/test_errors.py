@@ -669,7 +669,7 @@ _PUBLIC_ERRORS = [
 
 @pytest.mark.parametrize("name", _PUBLIC_ERRORS)
 def test_public_errors_show_their_public_name(name: str) -> None:
-    """Tracebacks, reprs and the docs say arrayselect.X, never arrayselect._errors.X,
+    """Tracebacks, reprs and the docs say arrayselect.X, never arrayselect._base.errors.X,
     and the errors still pickle (pickle finds them by that name)."""
     import pickle
     import traceback
@@ -688,4 +688,4 @@ def test_a_raised_error_names_the_public_class() -> None:
 
     with pytest.raises(asel.SelectShapeError) as info:
         asel.select(np.ones(2, bool), np.ones(3), np.ones(4))
-    assert "".join(traceback.format_exception(info.value)).count("arrayselect._errors") == 0
+    assert "".join(traceback.format_exception(info.value)).count("arrayselect._base.errors") == 0

@@ -24,7 +24,7 @@ from oracle import bits_equal, oracle_select_cases, oracle_select_n
 from xp_helpers import backend_kind, from_numpy, to_numpy
 
 import arrayselect as asel
-from arrayselect import _family_memo
+from arrayselect._dispatch import memo as _family_memo
 
 
 def _xpx_apply_where(*args: Any, **kwargs: Any) -> Any:
@@ -40,7 +40,7 @@ def memo_find(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
     if request.param == "python":
         monkeypatch.setattr(_family_memo, "_family_find", None)
     elif _family_memo._family_find is None:
-        pytest.skip("built without arrayselect._fastcall")
+        pytest.skip("built without arrayselect._dispatch._fastcall")
     return str(request.param)
 
 
@@ -213,7 +213,7 @@ def test_apply_where_fill_value_objects_cannot_change_an_answer(xp: ModuleType) 
     hold after one it can, give warm and in any order what they give cold (NumPy
     keeps each scalar fill's checked array per value object).
     """
-    from arrayselect.backends.shared import family as numpy_family
+    from arrayselect.backends.shared import numpy_family
 
     f = lambda a: from_numpy(xp, np.asarray(a))  # noqa: E731
     x, x32 = f(np.array([1.0, -2.0, 3.0])), f(np.array([1.0, -2.0, 3.0], np.float32))
@@ -290,8 +290,8 @@ def test_compiled_memo_lookup_gives_what_the_python_steps_give(xp: ModuleType) -
     """
     find = _family_memo._family_find
     if find is None:
-        pytest.skip("built without arrayselect._fastcall")
-    from arrayselect import _registry
+        pytest.skip("built without arrayselect._dispatch._fastcall")
+    from arrayselect._dispatch import registry as _registry
 
     def compiled(kind: str, operands: tuple[Any, ...]) -> Any:
         return find(
@@ -429,7 +429,7 @@ def test_select_n_index_out_of_range_warm(xp: ModuleType) -> None:
 
 
 def _usable_isas() -> list[str]:
-    family = pytest.importorskip("arrayselect.backends.shared.family")
+    family = pytest.importorskip("arrayselect.backends.shared.numpy_family")
     if not family.HAVE_KERNEL:
         return []
     from arrayselect.backends.shared import kernel
@@ -456,7 +456,7 @@ def isa(request: pytest.FixtureRequest) -> Any:
 def test_kernel_apply_take_and_put_match_boolean_indexing(
     dtype: str, density: float, shape: tuple[int, ...], isa: str
 ) -> None:
-    from arrayselect.backends.shared.kernel_family import (
+    from arrayselect.backends.shared.kernel_cases import (
         kernel_apply_put,
         kernel_apply_take,
     )
@@ -482,10 +482,10 @@ def test_kernel_apply_take_and_put_match_boolean_indexing(
 
 def test_kernel_apply_take_and_put_decline_what_they_do_not_read() -> None:
     """NotImplemented (NumPy's route then) for layouts and lengths they do not take."""
-    family = pytest.importorskip("arrayselect.backends.shared.family")
+    family = pytest.importorskip("arrayselect.backends.shared.numpy_family")
     if not family.HAVE_KERNEL:
         pytest.skip("a build without the kernel")
-    from arrayselect.backends.shared.kernel_family import (
+    from arrayselect.backends.shared.kernel_cases import (
         kernel_apply_put,
         kernel_apply_take,
     )

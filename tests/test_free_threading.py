@@ -33,7 +33,7 @@ from arrayselect.backends.numpy_backend import fast_path as numpy_fast
 from oracle import bits_equal, oracle_select, oracle_select_cases, oracle_select_n
 
 import arrayselect as asel
-from arrayselect import _family_memo
+from arrayselect._dispatch import memo as _family_memo
 
 THREADS = 8
 ROUNDS = 40
@@ -234,6 +234,6 @@ def test_extensions_keep_gil_off() -> None:
     )
     assert done.returncode == 0, done.stderr
     imported, gil = done.stdout.split()
-    assert "arrayselect._fastcall" in imported.split(","), done.stdout
+    assert "arrayselect._dispatch._fastcall" in imported.split(","), done.stdout
     assert "arrayselect.backends.shared._select_kernel" in imported.split(","), done.stdout
     assert gil == "False", (imported, done.stderr)

@@ -28,8 +28,8 @@ import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
 
 import arrayselect as asel  # noqa: E402
-from arrayselect._select import select_general  # noqa: E402
-from arrayselect._shapes import make_plan  # noqa: E402
+from arrayselect._operations.select import select_general  # noqa: E402
+from arrayselect._rules.shapes import make_plan  # noqa: E402
 
 jb = pytest.importorskip("arrayselect.backends.jax_backend")
 
@@ -815,7 +815,7 @@ def test_backend_first_loaded_inside_a_trace() -> None:
     # traced, the fast path must still be keyed by the concrete array type.
     code = """
 import jax, jax.numpy as jnp, arrayselect as asel
-from arrayselect import _registry
+from arrayselect._dispatch import registry as _registry
 jax.make_jaxpr(asel.select)(jnp.ones(2, bool), jnp.ones(2), jnp.ones(2))
 # (np.ndarray's fast path is registered by import arrayselect itself)
 keys = [k for k in _registry.fast_paths if k.__module__.partition(".")[0] != "numpy"]

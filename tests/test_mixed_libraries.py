@@ -23,7 +23,7 @@ from oracle import bits_equal, oracle_select
 from xp_helpers import jax_x64, numpy_dtype, select_after_warming, to_numpy
 
 import arrayselect as asel
-from arrayselect import _registry
+from arrayselect._dispatch import registry as _registry
 
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")

@@ -1,7 +1,7 @@
 """arrayselect without its compiled modules: a build on a machine with no C compiler.
 
 * The suite's conformance, bad-input and ``out=`` tests, run in a child process
-  in which ``arrayselect._fastcall``, the NumPy kernel and the torch backend's
+  in which ``arrayselect._dispatch._fastcall``, the NumPy kernel and the torch backend's
   recent-call check cannot be imported (a meta-path finder raises ``ImportError``
   for exactly those names, as a missing or broken build does), pass as they do with
   them.
@@ -29,7 +29,7 @@ import arrayselect as asel
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPILED = (
-    "arrayselect._fastcall",
+    "arrayselect._dispatch._fastcall",
     "arrayselect.backends.shared._select_kernel",
     "arrayselect.backends.torch_backend._fields",
 )
@@ -225,7 +225,7 @@ def test_sdist_installs_without_a_compiler(tmp_path: Path) -> None:
         names = {name.split("/", 1)[1] for name in tar.getnames() if "/" in name}
     assert "LICENSE" in names
     assert "backends/shared/_kernel/select_kernel.c" in names
-    assert "src/arrayselect/_fastcall.c" in names
+    assert "src/arrayselect/_dispatch/_fastcall.c" in names
     assert not any(name.startswith("tests/") for name in names), "the sdist ships no tests"
 
     target = tmp_path / "site"

@@ -226,7 +226,7 @@ def test_x86_only_code_is_guarded(source: str) -> None:
 
 
 def test_bench_prints_the_instruction_set() -> None:
-    from arrayselect import _bench
+    from arrayselect._tools import bench as _bench
 
     lines: list[str] = []
     _bench.print_kernel_info(lines.append)

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from arrayselect.backends.shared import _select_kernel as K
 from arrayselect.backends.shared import kernel as numpy_kernel
-from arrayselect.backends.shared.kernel_family import (
+from arrayselect.backends.shared.kernel_cases import (
     kernel_select_cases,
     kernel_select_n,
 )

@@ -143,7 +143,9 @@ def test_room_guard_gives_fewer_threads_while_other_processes_hold_every_core() 
 def test_workers_block_asynchronous_signals() -> None:
     """A process-directed signal that the main thread waits for with sigwait must reach it:
     a worker that did not block it would take the default action and end the process."""
-    code = WORKER_RUNNING + """
+    code = (
+        WORKER_RUNNING
+        + """
         import signal, time
         me = os.getpid()
 
@@ -178,6 +180,7 @@ def test_workers_block_asynchronous_signals() -> None:
         os.kill(me, signal.SIGUSR1)
         print(signal.sigwait({signal.SIGUSR1}) == signal.SIGUSR1)
     """
+    )
     assert _run(code) == "True"
 
 
@@ -216,7 +219,9 @@ def test_fork_context_children_run_large_selects_on_threads() -> None:
 def test_pool_stops_before_fork() -> None:
     """os.fork() finds the kernel's workers joined (Python >= 3.12 warns when a process with
     threads forks: -W error makes that a failure here), and both sides select afterwards."""
-    code = WORKER_RUNNING + """
+    code = (
+        WORKER_RUNNING
+        + """
         pid = os.fork()
         if pid == 0:
             ok = np.array_equal(asel.select(c, a, -a), np.where(c, a, -a))
@@ -226,6 +231,7 @@ def test_pool_stops_before_fork() -> None:
         asel.select(c, a, a)
         print(workers_after_fork, os.waitstatus_to_exitcode(status), kernel._k.pool_workers())
     """
+    )
     assert _run(code, "-W", "error::DeprecationWarning").split() == ["0", "0", "1"]
 
 

@@ -152,10 +152,8 @@ def test_version_on_the_command_line() -> None:
 
 ROOT = Path(__file__).resolve().parents[1]
 C_SOURCES = [
-    "src/arrayselect/_fastcall.c",
-    *sorted(
-        str(p.relative_to(ROOT)) for p in (ROOT / "backends/shared/_kernel").glob("*.c")
-    ),
+    "src/arrayselect/_dispatch/_fastcall.c",
+    *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "backends/shared/_kernel").glob("*.c")),
 ]
 
 

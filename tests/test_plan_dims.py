@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from arrayselect import SelectShapeError
-from arrayselect._shapes import make_plan
+from arrayselect._rules.shapes import make_plan
 
 
 @pytest.mark.parametrize(

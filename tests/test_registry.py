@@ -18,8 +18,8 @@ from oracle import bits_equal
 from xp_helpers import from_numpy, to_numpy
 
 import arrayselect as asel
-from arrayselect import _registry
-from arrayselect._backend import Backend as BackendBase
+from arrayselect._dispatch import registry as _registry
+from arrayselect._rules.backend import Backend as BackendBase
 
 HEAVY = ("jax", "jaxlib", "torch", "dask", "cupy")
 
@@ -53,7 +53,7 @@ def test_routing_names():
 
 def _count_general_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Count the calls select() hands to the general path (its fast path stepped aside)."""
-    from arrayselect import _select
+    from arrayselect._operations import select as _select
 
     calls = [0]
     general = _select.select_positional

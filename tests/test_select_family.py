@@ -715,7 +715,7 @@ def test_family_memo_cannot_change_an_answer(xp: ModuleType) -> None:
     gives cold: calls that differ in a dtype, a shape, a Python scalar's type or value
     (in or out of range) or an index's value only.
     """
-    from arrayselect import _family_memo
+    from arrayselect._dispatch import memo as _family_memo
 
     def f(a: Any) -> Any:
         return from_numpy(xp, np.asarray(a))

@@ -18,7 +18,7 @@ from arrayselect.backends.numpy_backend import NumpyBackend
 from numpy.lib.stride_tricks import as_strided
 
 import arrayselect as asel
-from arrayselect._select import select_general
+from arrayselect._operations.select import select_general
 from arrayselect.plugin import Decision, SignatureCache, register_backend
 
 
@@ -50,7 +50,8 @@ def traced(
     request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[tuple[_TracingBackend, SignatureCache]]:
     if request.param == "python":  # the hit path of a build without _fastcall
-        from arrayselect import _fastcall_py, _fastpath
+        from arrayselect._dispatch import fastcall_py as _fastcall_py
+        from arrayselect._operations import fastpath as _fastpath
 
         monkeypatch.setattr(_fastpath, "SignatureCall", _fastcall_py.SignatureCall)
     backend = _TracingBackend()
@@ -194,7 +195,7 @@ def test_cache_is_bounded(traced: tuple[_TracingBackend, SignatureCache]):
     for n in range(1, 30):
         fast(np.ones(n, bool), np.zeros(n), 1.0, "numpy", -1, "unidirectional", None)
         sizes.append(len(fast))
-    # the one eviction rule (arrayselect._caches.BoundedCache): full, it empties first
+    # the one eviction rule (arrayselect._base.caches.BoundedCache): full, it empties first
     assert sizes == [(n - 1) % fast.maxsize + 1 for n in range(1, 30)]
     fast.clear()
     assert len(fast) == 0

@@ -24,7 +24,7 @@ from arrayselect.backends.shared import kernel  # noqa: E402
 from arrayselect.backends.torch_backend.counting import CountingBackend  # noqa: E402
 
 import arrayselect as asel  # noqa: E402
-from arrayselect import _select  # noqa: E402
+from arrayselect._operations import select as _select  # noqa: E402
 
 #: Why the CUDA tests skip here (the project's GPU machine has no torch).
 NO_CUDA = "no CUDA device for torch (scripts/gpu_check.sh runs the CuPy and JAX tests only)"

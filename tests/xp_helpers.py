@@ -100,7 +100,7 @@ def numpy_dtype(name: str) -> np.dtype[Any]:
 
 def arrayselect_is_portable() -> bool:
     """Whether :func:`arrayselect.force_portable` is in effect here."""
-    from arrayselect import _registry
+    from arrayselect._dispatch import registry as _registry
 
     return _registry.portable_forced()
 

@@ -11,7 +11,7 @@ the idiom's, bit for bit, in ``setup``.
 
 ``cd asv_benchmarks && python -m benchmarks.idioms`` prints the whole table as ratios
 (the idiom's time over arrayselect's: above 1 is faster) from one run, the contenders
-interleaved (:func:`arrayselect._bench_stats.compare_interleaved`), with the machine
+interleaved (:func:`arrayselect._tools.bench_stats.compare_interleaved`), with the machine
 and its load (``--quick``: 10^3 elements, 5 repeats; ``--backends numpy,torch-cpu``).
 """
 
@@ -192,7 +192,12 @@ class Idioms:
 
 def main(argv: list[str] | None = None) -> int:
     """Print the idiom table: ratios from one run, interleaved, with machine and load."""
-    from arrayselect._bench_stats import compare_interleaved, format_load, load_average, machine
+    from arrayselect._tools.bench_stats import (
+        compare_interleaved,
+        format_load,
+        load_average,
+        machine,
+    )
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="10^3 elements, 5 repeats")

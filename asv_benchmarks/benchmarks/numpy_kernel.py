@@ -140,7 +140,7 @@ class Threads:
     def setup(self, n: int, threads: int) -> None:
         self.cond, self.then, self.else_ = _inputs("contiguous", n, "float32")
         self.saved = asel.get_num_threads()
-        from arrayselect._settings import default_num_threads
+        from arrayselect._base.settings import default_num_threads
 
         asel.set_num_threads(threads or default_num_threads())
         asel.select(self.cond, self.then, self.else_)
@@ -260,9 +260,9 @@ class Family:
     param_names: ClassVar[list[str]] = ["n"]
 
     def setup(self, n: int) -> None:
-        from arrayselect.backends.shared import kernel_family
+        from arrayselect.backends.shared import kernel_cases
 
-        self.family = kernel_family
+        self.family = kernel_cases
         self.d = _family_inputs(n)
 
     def time_select_cases(self, n: int) -> None:

@@ -32,7 +32,7 @@ from arrayselect.plugin import (
     SignatureCache,
 )
 
-from ..shared import family as _family
+from ..shared import numpy_family as _family
 from ..shared.kernel import KERNEL_MISSING, kernel_select
 from . import fast_path as _fast_path
 from .numpy_route import numpy_select

@@ -4,7 +4,7 @@ Every call whose ``cond`` is exactly an ``np.ndarray`` goes to the compiled
 ``fast_select`` first (see the C source). It keys a cache on the call's
 signature exactly as :class:`arrayselect.plugin.SignatureCache` does and holds,
 per signature, what the core's validation decided (the plan, the output dtype,
-a scalar operand's :class:`~arrayselect._validate.ScalarRange`). On a miss it calls
+a scalar operand's :class:`~arrayselect._validation.checks.ScalarRange`). On a miss it calls
 :func:`_miss` here: the core validates (raising the general path's errors), the
 backend runs, and the decision is handed to the C cache. On a hit C re-checks
 only what depends on values, with what the core handed over: the scalar range,

@@ -3,8 +3,8 @@ other.
 
 * the compiled CPU kernel, which the NumPy backend runs on arrays and the PyTorch
   backend on CPU tensors' memory: its loader and settings (:mod:`.kernel`, the C sources
-  in ``_kernel/``), the select family on it (:mod:`.kernel_family`) and the family's
-  NumPy routes around it (:mod:`.family`); imported by those two backends only (this
+  in ``_kernel/``), the select family on it (:mod:`.kernel_cases`) and the family's
+  NumPy routes around it (:mod:`.numpy_family`); imported by those two backends only (this
   module does not import them);
 * JAX's 64-bit mode: whether it is on (:func:`jax_x64_enabled`, what a JAX dtype
   decision depends on) and how to turn it on (:func:`jax_wider_dtypes_hint`), for the

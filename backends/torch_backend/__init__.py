@@ -49,9 +49,9 @@ from typing import Any
 import array_api_compat.torch as _compat_torch
 import numpy as np
 import torch
-from arrayselect.backends.shared.family import select_cases as numpy_select_cases
-from arrayselect.backends.shared.family import select_n as numpy_select_n
 from arrayselect.backends.shared.kernel import KERNEL_MISSING, kernel_select, set_openmp
+from arrayselect.backends.shared.numpy_family import select_cases as numpy_select_cases
+from arrayselect.backends.shared.numpy_family import select_n as numpy_select_n
 
 from arrayselect.plugin import (
     Backend,

@@ -10,9 +10,9 @@ file                                   made from
 ``capabilities_dtypes.md``,            ``capabilities.py``: every installed array library,
 ``capabilities_features.md``,          probed through :mod:`arrayselect.adapters`
 ``capabilities_versions.md``
-``backends_registry.md``               ``arrayselect._registry``: built-in backends and
+``backends_registry.md``               ``arrayselect._dispatch.registry``: built-in backends and
                                        installed entry points
-``spec_examples.md``                   :data:`arrayselect._selfcheck.EXAMPLES` run through
+``spec_examples.md``                   :data:`arrayselect._tools.selfcheck.EXAMPLES` run through
                                        :func:`arrayselect.select_shape` and ``select``
 ``mode_*.png``, ``shapes_*.png``       ``mode_diagrams.py`` (the core's plans)
 ``api.md``                             ``arrayselect.__all__``
@@ -47,8 +47,8 @@ import perf_data
 import speed_tables
 
 import arrayselect
-from arrayselect import _registry
-from arrayselect._selfcheck import EXAMPLES
+from arrayselect._dispatch import registry as _registry
+from arrayselect._tools.selfcheck import EXAMPLES
 
 HERE = Path(__file__).resolve().parent
 DOCS = HERE.parent

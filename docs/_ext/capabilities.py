@@ -145,7 +145,7 @@ class BackendCapabilities:
         The library's ``__version__``.
     backend
         Name of the arrayselect backend that served the calls
-        (:attr:`arrayselect._backend.Backend.name`).
+        (:attr:`arrayselect._rules.backend.Backend.name`).
     forced_portable
         Whether the calls ran inside :func:`arrayselect.force_portable`.
     dtypes

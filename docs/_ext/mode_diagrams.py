@@ -5,12 +5,12 @@ Three kinds of figure, written as PNG files at build time:
 * **value grids** (``mode_<name>.png``): a small 2-D example per mode. The top
   row shows ``cond``, ``then`` and ``else`` as given; the bottom row shows each
   one reshaped to the aligned shape of the core's plan
-  (:func:`arrayselect._shapes.make_plan`) and broadcast to the output shape
+  (:func:`arrayselect._rules.shapes.make_plan`) and broadcast to the output shape
   (hatched cells are copies made by broadcasting), and the output that
   :func:`arrayselect.select` returned, coloured by the input each element came
   from.
 * **shape charts** (``shapes_<group>.png``): the specification examples of
-  :data:`arrayselect._selfcheck.EXAMPLES`: where each input's dimensions land
+  :data:`arrayselect._tools.selfcheck.EXAMPLES`: where each input's dimensions land
   among the output's dimensions, and which ones broadcast or clash. The output
   shape, or the error, is what :func:`arrayselect.select_shape` answers.
 
@@ -36,8 +36,8 @@ import numpy as np
 from matplotlib.patches import Rectangle
 
 import arrayselect as asel
-from arrayselect._selfcheck import EXAMPLES
-from arrayselect._shapes import check_options, make_plan
+from arrayselect._rules.shapes import check_options, make_plan
+from arrayselect._tools.selfcheck import EXAMPLES
 
 THEN_COLOUR = "#4c9be8"
 ELSE_COLOUR = "#f0a04b"
@@ -404,7 +404,9 @@ def draw_first_match(path: Path) -> None:
     labels = np.array(["0", "1", "2", "d"], dtype=object)[winner]
     _draw_grid(axes[0, 3], labels, colours, None, "first true condition (d: none)")
     _draw_grid(axes[1, 3], result, colours, None, "select_cases(..., default=0)")
-    fig.suptitle("select_cases: the first true condition wins, the default where none is", fontsize=10)
+    fig.suptitle(
+        "select_cases: the first true condition wins, the default where none is", fontsize=10
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import importlib
 
-from arrayselect import _import_hook, _registry
-from arrayselect._errors import (
+from arrayselect._base import import_hook as _import_hook
+from arrayselect._base.errors import (
     ScalarOverflowError,
     SelectCallbackError,
     SelectError,
@@ -22,20 +22,21 @@ from arrayselect._errors import (
     SelectTypeError,
     SelectValueError,
 )
-from arrayselect._family import apply_where, select_cases, select_n
-from arrayselect._registry import force_portable, register_backend
-from arrayselect._runtime import runtime_info, show_runtime
-from arrayselect._select import backend_for, select
-from arrayselect._settings import (
+from arrayselect._base.settings import (
     get_num_threads,
     get_pool_limit,
     release_memory,
     set_num_threads,
     set_pool_limit,
 )
-from arrayselect._shapes import COND_BROADCASTS, MODES, select_shape
-from arrayselect._version import __version__
-from arrayselect._where import where
+from arrayselect._base.version import __version__
+from arrayselect._dispatch import registry as _registry
+from arrayselect._dispatch.registry import force_portable, register_backend
+from arrayselect._operations.family import apply_where, select_cases, select_n
+from arrayselect._operations.select import backend_for, select
+from arrayselect._operations.where import where
+from arrayselect._rules.shapes import COND_BROADCASTS, MODES, select_shape
+from arrayselect._tools.runtime import runtime_info, show_runtime
 
 __all__ = [
     "COND_BROADCASTS",

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from arrayselect._selfcheck import run_selfcheck
-from arrayselect._version import __version__
+from arrayselect._base.version import __version__
+from arrayselect._tools.selfcheck import run_selfcheck
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command in (None, "selfcheck"):
         return 0 if run_selfcheck() else 1
     if args.command == "bench":
-        from arrayselect._bench import main as bench_main
+        from arrayselect._tools.bench import main as bench_main
 
         return bench_main(quick=args.quick, png=args.png)
     parser.error(f"unknown command {args.command}")

@@ -57,7 +57,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from arrayselect import _dtypes
+from arrayselect._rules import dtypes as _dtypes
 
 __all__ = [
     "DTYPES",

@@ -23,10 +23,10 @@ twenty names, by what a backend does with them:
   and :func:`check_out_layout` for fast paths written by hand;
   :class:`BoundedCache`, the one cache type, for any memo a backend keeps;
 * **the select family, the errors, the settings**, as three namespaces:
-  :mod:`generic <arrayselect._generic>` (the core's algorithms:
+  :mod:`generic <arrayselect._operations.generic>` (the core's algorithms:
   ``generic.select_n``, ``generic.select_cases``, ``generic.double_where``,
-  ``generic.fill_scalar``), :mod:`errors <arrayselect._errors>` (the public
-  exceptions and ``errors.index_error``) and :mod:`settings <arrayselect._settings>`
+  ``generic.fill_scalar``), :mod:`errors <arrayselect._base.errors>` (the public
+  exceptions and ``errors.index_error``) and :mod:`settings <arrayselect._base.settings>`
   (threads, pool, ``settings.portable_forced()``).
 
 For example, a plan, as the core makes it for a backend's :meth:`Backend.select`:
@@ -50,18 +50,17 @@ What a fast path's :class:`SignatureCache` calls on a hit, a :class:`Run`:
 
 from __future__ import annotations
 
-from arrayselect import _errors as errors
-from arrayselect import _generic as generic
-from arrayselect import _settings as settings
-from arrayselect._backend import Backend, DtypeKind, OutLayout
-from arrayselect._caches import BoundedCache
-from arrayselect._dtypes import NumpyDtypes
-from arrayselect._fastpath import Run, SignatureCache
-from arrayselect._import_hook import on_import
-from arrayselect._registry import FastPath, register_backend
-from arrayselect._select import select_positional, validate
-from arrayselect._shapes import SelectPlan, Shape, same_dim
-from arrayselect._validate import Decision, check_out_layout
+from arrayselect._base import errors, settings
+from arrayselect._base.caches import BoundedCache
+from arrayselect._base.import_hook import on_import
+from arrayselect._dispatch.registry import FastPath, register_backend
+from arrayselect._operations import generic
+from arrayselect._operations.fastpath import Run, SignatureCache
+from arrayselect._operations.select import select_positional, validate
+from arrayselect._rules.backend import Backend, DtypeKind, OutLayout
+from arrayselect._rules.dtypes import NumpyDtypes
+from arrayselect._rules.shapes import SelectPlan, Shape, same_dim
+from arrayselect._validation.checks import Decision, check_out_layout
 
 __all__ = [
     "Backend",

@@ -15,7 +15,7 @@
  *   sk_pool.c       the thread pool and when to use it
  *   sk_memory.c     the output memory handler (a pool of freed blocks)
  *   sk_fast.c       the plan cache behind fast_select (the lean call path)
- *   sk_family.c     select_n and select_cases in one pass, on select's loops and pool
+ *   sk_cases.c     select_n and select_cases in one pass, on select's loops and pool
  *   select_kernel.c the module: select/explain, settings, statistics, init
  *   sk_os_*.c       the OS layer (sk_os.h): threads, locks, atomics, clocks,
  *                   machine load, CPU features, fork; POSIX and Win32
@@ -261,7 +261,7 @@ PyObject *sk_clear_cache(PyObject *self, PyObject *args);
 PyObject *sk_fast_stats(PyObject *self, PyObject *args);
 
 /* ------------------------------------------------------------------------ */
-/* The select family in one pass (sk_family.c)                              */
+/* The select family in one pass (sk_cases.c)                              */
 /* ------------------------------------------------------------------------ */
 
 /* select_n(which, cases, out) and select_cases(conds, choices, default, out). */

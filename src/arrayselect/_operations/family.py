@@ -2,12 +2,12 @@
 
 Each function validates its call here, once, with the rules ``select`` uses
 (the same library resolution, dtype kinds, Python-scalar rule, NumPy
-broadcasting, device and ``out`` checks, from :mod:`arrayselect._validate` and
-:mod:`arrayselect._shapes`), and then hands arrays that are known to be valid
+broadcasting, device and ``out`` checks, from :mod:`arrayselect._validation.checks` and
+:mod:`arrayselect._rules.shapes`), and then hands arrays that are known to be valid
 to the backend's own :attr:`~arrayselect.plugin.Backend.select_n`,
 :attr:`~arrayselect.plugin.Backend.select_cases` or
 :attr:`~arrayselect.plugin.Backend.apply_where`, or to the core's generic
-algorithm (:mod:`arrayselect._generic`) where it has none. Only what depends on values
+algorithm (:mod:`arrayselect._operations.generic`) where it has none. Only what depends on values
 is left to the backend: an index out of range in ``select_n``, which an eager
 backend finds in its pass over the data and reports with
 :func:`~arrayselect.plugin.errors.index_error`.
@@ -18,46 +18,26 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
-from arrayselect import _family_memo as _memo
-from arrayselect import _generic
-from arrayselect._backend import Backend
-from arrayselect._errors import SelectCallbackError, SelectTypeError, SelectValueError
-from arrayselect._registry import library_of, resolve_inputs
-from arrayselect._shapes import Shape, broadcast_together
-from arrayselect._validate import (
+from arrayselect._base.errors import SelectCallbackError, SelectTypeError, SelectValueError
+from arrayselect._dispatch import memo as _memo
+from arrayselect._dispatch.registry import library_of
+from arrayselect._operations import generic as _generic
+from arrayselect._operations.pipeline import APPLY_WHERE, SELECT_CASES, SELECT_N, check_operands
+from arrayselect._rules.backend import Backend
+from arrayselect._rules.shapes import Shape
+from arrayselect._validation.checks import (
     PYTHON_SCALARS,
-    check_devices,
-    check_held_dtypes,
-    check_layouts,
-    check_out,
     check_out_layout,
     check_scalar,
     checked_scalars,
     scalar_fits_kind,
     scalar_range,
     value_kind,
-    values_dtype,
 )
 
 __all__ = ["apply_where", "select_cases", "select_n"]
 
-_MASK_KINDS: Final = ("bool", "int", "uint")
-# A Python scalar stands for its type in promotion (never its value: NEP 50).
-_ZEROS: Final[dict[type, Any]] = {bool: False, int: 0, float: 0.0, complex: 0j}
 _LIFT: Final[dict[str, type]] = {"int": int, "uint": int, "float": float, "complex": complex}
-
-
-def _check_mask(backend: Backend, name: str, x: Any, integers: str = "") -> None:
-    """A condition must be boolean, or integer where ``integers`` says what they mean."""
-    kinds = _MASK_KINDS if integers else ("bool",)
-    if backend.dtype_kind(x.dtype) not in kinds:
-        also = f" or integer dtype ({integers})" if integers else " dtype"
-        raise SelectTypeError(f"{name} must have a boolean{also}, got {x.dtype}")
-
-
-def _shapes(backend: Backend, named: list[tuple[str, Any]], who: str) -> Shape:
-    """The NumPy broadcast of the named arrays' shapes (the output shape)."""
-    return broadcast_together([(name, backend.shape(x)) for name, x in named], who)
 
 
 def select_n(which: Any, *cases: Any, out: Any = None) -> Any:
@@ -115,30 +95,12 @@ def select_n(which: Any, *cases: Any, out: Any = None) -> Any:
             return _select_n_decided(memo, which, cases, out)
     if not cases:
         raise SelectTypeError("select_n takes at least one case after which")
-    names = [f"cases[{i}]" for i in range(len(cases))]
-    named_cases = list(zip(names, cases, strict=True))
-    inputs: list[tuple[str, Any]] = [("which", which), *named_cases]
-    if out is not None:
-        inputs.append(("out", out))
-    backend, named = resolve_inputs(inputs, names)
-    check_layouts(backend, named)
-    _check_mask(backend, "which", which, "an integer is the index of the case to take")
-    if backend.dtype_kind(which.dtype) == "bool" and len(cases) != 2:
-        raise SelectValueError(
-            f"which is boolean, so select_n takes exactly 2 cases (False picks cases[0], "
-            f"True cases[1]), got {len(cases)}; pass an integer which for n-way selection"
-        )
-    dtype, ranges = values_dtype(backend, which, named_cases)
-    check_held_dtypes(backend, [("which", which), *named_cases])
-    values = checked_scalars(named_cases, dtype, ranges)
-    arrays = [(name, x) for (name, x), rng in zip(named_cases, ranges, strict=True) if rng is None]
-    shape = _shapes(
-        backend, [("which", which), *arrays], "select_n broadcasts which and the cases together"
+    named_cases = [(f"cases[{i}]", x) for i, x in enumerate(cases)]
+    backend, named, dtype, ranges, values, shape, _ = check_operands(
+        SELECT_N, [("which", which)], named_cases, out
     )
-    check_devices(backend, named)
-    if out is not None:
-        check_out(backend, out, shape, dtype)
-    like = arrays[0][1] if arrays else which
+    arrays = [x for x, rng in zip(cases, ranges, strict=True) if rng is None]
+    like = arrays[0] if arrays else which
     make = backend.scalar_array if arrays else backend.default_scalar_array
     ready = tuple(
         x if rng is None else make(x, dtype, like) for x, rng in zip(values, ranges, strict=True)
@@ -238,32 +200,9 @@ def select_cases(condlist: Any, choicelist: Any, default: Any = 0, /) -> Any:
     conds = [(f"condlist[{i}]", c) for i, c in enumerate(condlist)]
     values = [(f"choicelist[{i}]", c) for i, c in enumerate(choicelist)]
     values.append(("default", default))
-    backend, named = resolve_inputs([*conds, *values], [name for name, _ in values])
-    check_layouts(backend, named)
-    for name, cond in conds:
-        _check_mask(backend, name, cond, "integers mean nonzero is true")
+    backend, named, dtype, _, _, shape, _ = check_operands(SELECT_CASES, conds, values)
+    kind = value_kind(backend, "the result", dtype)  # checked: only read here
     arrays = [(name, x) for name, x in values if type(x) not in PYTHON_SCALARS]
-    for name, x in arrays:
-        value_kind(backend, name, x.dtype)
-    promoted = [_ZEROS.get(type(x), x) for _, x in values]
-    if not arrays:
-        # Only Python scalars: the library's default dtype of the highest kind among
-        # them (what np.select, jnp.select and torch give); the conditions name the
-        # library, whose namespace needs an array to promote.
-        top = max((type(x) for x in promoted), key=PYTHON_SCALARS.index)
-        promoted = [backend.namespace(*[c for _, c in conds]).asarray(top(0))]
-    try:
-        dtype = backend.promote(promoted)
-    except Exception as exc:  # the library does not promote these
-        raise SelectTypeError(
-            f"choicelist and default cannot be promoted to one dtype by {backend.name}: "
-            f"{type(exc).__name__}: {exc}"
-        ) from None
-    kind = value_kind(backend, "the result", dtype)
-    shape = _shapes(
-        backend, [*conds, *arrays], "select_cases broadcasts the conditions, choices and default"
-    )
-    check_devices(backend, named)
     like = arrays[0][1] if arrays else conds[0][1]
     plans: list[Any] = [None] * len(conds)  # conditions are passed as they are
     for _, x in values:
@@ -418,22 +357,12 @@ def _validate_apply_where(
     """
     n = len(operands) - 1 - filled
     names = [f"args[{i}]" for i in range(n)] if tupled else ["args"]
-    inputs = [("cond", operands[0]), *zip(names, operands[1 : n + 1], strict=True)]
-    fill_value: Any = operands[-1] if filled else None
-    if filled:
-        inputs.append(("fill_value", fill_value))
-    backend, named = resolve_inputs(inputs, ("fill_value",))
-    check_layouts(backend, named)
-    _check_mask(backend, "cond", operands[0])
-    scalar_fill = type(fill_value) in PYTHON_SCALARS
-    if filled and not scalar_fill:
-        value_kind(backend, "fill_value", fill_value.dtype)
-    shape = _shapes(
-        backend,
-        [x for x in named if x[0] != "fill_value" or not scalar_fill],
-        "apply_where broadcasts cond, args and fill_value together",
+    backend, named, _, _, _, shape, _ = check_operands(
+        APPLY_WHERE,
+        [("cond", operands[0])],
+        [("fill_value", operands[-1])] if filled else [],
+        args=list(zip(names, operands[1 : n + 1], strict=True)),
     )
-    check_devices(backend, named)
     # Broadcasting costs microseconds a call even to the same shape, which small
     # calls notice: only operands of another shape are.
     plans = [type(x) not in PYTHON_SCALARS and backend.shape(x) != shape for x in operands]

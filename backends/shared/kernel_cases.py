@@ -2,7 +2,7 @@
 ``apply_where``'s gather and scatter.
 
 Both run in one pass over the data for any number of cases (the kernel's
-``sk_family.c``): the output is built in blocks that stay in L1 while every
+``sk_cases.c``): the output is built in blocks that stay in L1 while every
 case is applied to them, on the kernel's own loops and thread pool, moving
 every dtype as raw bits (NumPy's and ``ml_dtypes``' alike).
 
@@ -105,7 +105,7 @@ def kernel_select_n(which: Array, cases: Sequence[Array], out: Array | None) -> 
     Examples
     --------
     >>> import numpy as np
-    >>> from arrayselect.backends.shared.kernel_family import kernel_select_n
+    >>> from arrayselect.backends.shared.kernel_cases import kernel_select_n
     >>> kernel_select_n(np.array([2, 0, 1]), (np.zeros(3), np.ones(3), np.full(3, 7.0)), None)
     array([7., 0., 1.])
     """
@@ -138,7 +138,7 @@ def kernel_select_cases(
     Examples
     --------
     >>> import numpy as np
-    >>> from arrayselect.backends.shared.kernel_family import kernel_select_cases
+    >>> from arrayselect.backends.shared.kernel_cases import kernel_select_cases
     >>> x = np.array([-2.0, 0.0, 3.0])
     >>> kernel_select_cases((x < 0, x > 0), (-x, x * 10), np.zeros(3), None)
     array([ 2.,  0., 30.])

@@ -12,8 +12,8 @@ from typing import Any, Final
 
 import numpy as np
 
-from arrayselect._backend import PYTHON_SCALARS, DtypeKind
-from arrayselect._caches import BoundedCache
+from arrayselect._base.caches import BoundedCache
+from arrayselect._rules.backend import PYTHON_SCALARS, DtypeKind
 
 __all__ = [
     "NUMPY_DEFAULT_DTYPES",
@@ -57,7 +57,7 @@ _NUMPY_KINDS: Final[dict[str, DtypeKind]] = {
     "f": "float",
     "c": "complex",
 }
-_KINDS = BoundedCache[np.dtype[Any], DtypeKind | None]("_dtypes.numpy_dtype_kind", 256)
+_KINDS = BoundedCache[np.dtype[Any], DtypeKind | None]("dtypes.numpy_dtype_kind", 256)
 _kinds = _KINDS.data  # read on every dtype question
 
 

@@ -1,5 +1,5 @@
 /*
- * The hit path of arrayselect's fast-path protocol (arrayselect._fastpath).
+ * The hit path of arrayselect's fast-path protocol (arrayselect._operations.fastpath).
  *
  * A SignatureCall is what SignatureCache installs as a backend's fast path:
  * call(cond, then, else_, auto_broadcast, axis, cond_broadcast, out). It builds
@@ -17,7 +17,7 @@
  * Python-scalar operand or None.
  *
  * family_find (below) is the same bookkeeping for the select family's memo
- * (arrayselect._family_memo): the key, the dict lookup, whether the memo holds.
+ * (arrayselect._dispatch.memo): the key, the dict lookup, whether the memo holds.
  *
  * Threads: a SignatureCall's fields never change after construction, and the
  * entry is taken from the dict as a strong reference (PyDict_GetItemRef), so
@@ -381,7 +381,7 @@ AS_GC_DEALLOC(signature_call, SignatureCall)
 
 static PyTypeObject SignatureCallType = {
     AS_VECTORCALL_TYPE(signature_call, SignatureCall),
-    .tp_name = "arrayselect._fastcall.SignatureCall",
+    .tp_name = "arrayselect._dispatch._fastcall.SignatureCall",
     .tp_doc = "SignatureCall(types, signature, cache, miss, general, run, backend, "
               "check_devices, check_out, error, typed, run_checks_devices)\n--\n\n"
               "The hit path of a SignatureCache: call it with the 7 arguments of a fast path.",
@@ -389,7 +389,7 @@ static PyTypeObject SignatureCallType = {
 
 /*
  * family_find(kind, operands, portable, layouts, checks, memos, backends): the
- * select family's memo lookup (arrayselect._family_memo.find) for operand types
+ * select family's memo lookup (arrayselect._dispatch.memo.find) for operand types
  * it has a layout for, the same steps as its Python `signature` and `lookup`: the
  * key (kind, portable, the operands' types, the arrays' signatures), memos.get(key),
  * and whether that memo still holds. Returns the memo, None (no memo, one that no
@@ -544,13 +544,13 @@ static PyMethodDef fastcall_methods[] = {
     {"family_find", (PyCFunction)(void (*)(void))family_find, METH_FASTCALL,
      "family_find(kind, operands, portable, layouts, checks, memos, backends)\n--\n\n"
      "The select family's memo for a call whose operand types have a layout (see "
-     "arrayselect._family_memo.find): the memo, None, or NotImplemented (no layout)."},
+     "arrayselect._dispatch.memo.find): the memo, None, or NotImplemented (no layout)."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef fastcall_module = {
     PyModuleDef_HEAD_INIT, "_fastcall",
-    "The hit path of arrayselect's fast-path protocol, in C (see arrayselect._fastpath).", -1,
+    "The hit path of arrayselect's fast-path protocol, in C (see arrayselect._operations.fastpath).", -1,
     fastcall_methods, NULL, NULL, NULL, NULL,
 };
 

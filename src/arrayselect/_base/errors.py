@@ -63,7 +63,7 @@ class SelectCallbackError(SelectError, ValueError, TypeError):
     """
 
 
-# Shown as arrayselect.SelectShapeError (not arrayselect._errors.SelectShapeError) in
+# Shown as arrayselect.SelectShapeError (not arrayselect._base.errors.SelectShapeError) in
 # tracebacks, reprs and the docs: the public name, where they are imported from. It
 # is also where pickle finds them, and arrayselect exports every one of them.
 for _cls in (

@@ -1,5 +1,5 @@
 /*
- * sk_family.c: the select family in one pass,
+ * sk_cases.c: the select family in one pass,
  *
  *     select_n(which, cases, out):              out[i] = cases[which[i]][i]
  *     select_cases(conds, choices, default, out): out[i] = choices[k][i] for the

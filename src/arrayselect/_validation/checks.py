@@ -15,24 +15,24 @@ from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from arrayselect._backend import PYTHON_SCALARS, Backend, DtypeKind
-from arrayselect._caches import BoundedCache
-from arrayselect._errors import (
+from arrayselect._base.caches import BoundedCache
+from arrayselect._base.errors import (
     ScalarOverflowError,
     SelectShapeError,
     SelectTypeError,
     SelectValueError,
 )
-from arrayselect._shapes import SelectPlan, Shape
+from arrayselect._rules.backend import PYTHON_SCALARS, Backend, DtypeKind
+from arrayselect._rules.shapes import SelectPlan, Shape
 
 __all__ = [
     "PYTHON_SCALARS",
     "Decision",
     "ScalarRange",
-    "check_cond_dtype",
     "check_devices",
     "check_held_dtypes",
     "check_layouts",
+    "check_mask",
     "check_out",
     "check_out_layout",
     "check_scalar",
@@ -40,8 +40,6 @@ __all__ = [
     "fill_scalar",
     "scalar_fits_kind",
     "scalar_range",
-    "scalar_values",
-    "value_dtype",
     "value_kind",
     "values_dtype",
 ]
@@ -64,6 +62,7 @@ _SCALAR_FITS: Final[dict[type, frozenset[DtypeKind]]] = {
 }
 # What ``other`` is when both operands are Python scalars (see _dtype_of).
 _DEFAULT: Final = "two Python scalars"
+_MASK_KINDS: Final = ("bool", "int", "uint")
 # Elements beyond which an interleaved ``out`` layout is not enumerated to prove
 # that its elements are disjoint (such layouts only come from as_strided).
 _OVERLAP_ENUMERATION_LIMIT: Final = 1 << 22
@@ -90,13 +89,18 @@ def check_layouts(backend: Backend, named: list[tuple[str, Any]]) -> None:
             )
 
 
-def check_cond_dtype(backend: Backend, cond: Any) -> None:
-    """``cond`` must be boolean or integer (nonzero is true)."""
-    if backend.dtype_kind(cond.dtype) not in ("bool", "int", "uint"):
-        raise SelectTypeError(
-            f"cond must have a boolean or integer dtype (integers mean nonzero is true), "
-            f"got {cond.dtype}"
-        )
+def check_mask(backend: Backend, name: str, x: Any, integers: str = "") -> None:
+    """A mask must be boolean, or integer where ``integers`` says what integers mean.
+
+    Raises
+    ------
+    SelectTypeError
+        Naming the mask, the dtypes it may have and the one it has.
+    """
+    kinds = _MASK_KINDS if integers else ("bool",)
+    if backend.dtype_kind(x.dtype) not in kinds:
+        also = f" or integer dtype ({integers})" if integers else " dtype"
+        raise SelectTypeError(f"{name} must have a boolean{also}, got {x.dtype}")
 
 
 def value_kind(backend: Backend, name: str, dtype: Any) -> DtypeKind:
@@ -339,29 +343,20 @@ class Decision:
     dtype_mode: Hashable = None
 
 
-def value_dtype(
-    backend: Backend, cond: Any, then: Any, else_: Any
-) -> tuple[Any, ScalarRange | None, ScalarRange | None]:
-    """The output dtype, and the ranges of the operands that are Python scalars.
+def values_dtype(
+    backend: Backend, like: Any, named: list[tuple[str, Any]]
+) -> tuple[Any, list[ScalarRange | None]]:
+    """The output dtype of named value operands that Select does not promote.
+
+    The arrays must share one dtype, which Python scalars take; when all are
+    Python scalars, of one type, they take the namespace's default dtype for it
+    (asked with ``like``, the condition).
 
     Raises
     ------
     SelectTypeError
         For an unsupported dtype, two dtypes (Select does not promote), two
         scalars of different types, or a scalar of a kind the dtype cannot take.
-    """
-    dtype, (then_range, else_range) = values_dtype(backend, cond, [("then", then), ("else", else_)])
-    return dtype, then_range, else_range
-
-
-def values_dtype(
-    backend: Backend, like: Any, named: list[tuple[str, Any]]
-) -> tuple[Any, list[ScalarRange | None]]:
-    """:func:`value_dtype` for any number of named value operands (``select_n``'s cases).
-
-    The arrays must share one dtype, which Python scalars take; when all are
-    Python scalars, of one type, they take the namespace's default dtype for it
-    (asked with ``like``, the condition).
 
     Returns
     -------
@@ -405,32 +400,17 @@ def values_dtype(
     return dtype, ranges
 
 
-def scalar_values(
-    then: Any,
-    else_: Any,
-    dtype: Any,
-    then_range: ScalarRange | None,
-    else_range: ScalarRange | None,
-) -> tuple[Any, Any]:
-    """Check the values of the Python-scalar operands; return them as they are converted.
+def checked_scalars(
+    named: list[tuple[str, Any]], dtype: Any, ranges: list[ScalarRange | None]
+) -> list[Any]:
+    """Check the values of the Python-scalar operands, with :func:`values_dtype`'s ranges.
+
+    Returns the operands, each Python scalar as it is to be converted.
 
     Raises
     ------
     ScalarOverflowError
         If a scalar is out of its range.
-    """
-    then, else_ = checked_scalars(
-        [("then", then), ("else", else_)], dtype, [then_range, else_range]
-    )
-    return then, else_
-
-
-def checked_scalars(
-    named: list[tuple[str, Any]], dtype: Any, ranges: list[ScalarRange | None]
-) -> list[Any]:
-    """:func:`scalar_values` for any number of operands, with :func:`values_dtype`'s ranges.
-
-    Returns the operands, each Python scalar as it is to be converted.
     """
     others = [name for (name, _), rng in zip(named, ranges, strict=True) if rng is None]
     other = others[0] if others else _DEFAULT

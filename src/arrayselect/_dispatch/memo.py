@@ -2,19 +2,19 @@
 
 The first call of :func:`~arrayselect.select_n`,
 :func:`~arrayselect.select_cases` or :func:`~arrayselect.apply_where` with a
-given *signature* runs the core's whole validation (:mod:`arrayselect._family`);
+given *signature* runs the core's whole validation (:mod:`arrayselect._operations.family`);
 when it passes, what it decided (the backend, the output shape and dtype, which
 operands are cast or broadcast, each Python scalar's range) is kept here.
 ``apply_where`` keeps no dtype: its result dtype is the promotion of what its
 functions return, which the backend does on every call. A later call of the
 same signature reuses it and re-checks only what the signature does not fix:
 
-* a Python scalar's value, with :func:`~arrayselect._validate.check_scalar` and
+* a Python scalar's value, with :func:`~arrayselect._validation.checks.check_scalar` and
   the range the validation derived;
 * devices, where the backend's signature does not hold them (JAX): operands on
   two devices send the call to the general path, which raises its error;
 * ``out``'s memory (writable, no overlapping elements), with
-  :func:`~arrayselect._validate.check_out_layout`, by the caller.
+  :func:`~arrayselect._validation.checks.check_out_layout`, by the caller.
 
 The signature is everything the validation reads: the number of operands, each
 array's exact type and :meth:`~arrayselect.plugin.Backend.signature` by the
@@ -38,17 +38,18 @@ import operator
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Final, NamedTuple
 
-from arrayselect import _registry, _settings
-from arrayselect._backend import Backend
-from arrayselect._caches import BoundedCache
-from arrayselect._shapes import Shape
-from arrayselect._validate import PYTHON_SCALARS, ScalarRange
+from arrayselect._base import settings as _settings
+from arrayselect._base.caches import BoundedCache
+from arrayselect._dispatch import registry as _registry
+from arrayselect._rules.backend import Backend
+from arrayselect._rules.shapes import Shape
+from arrayselect._validation.checks import PYTHON_SCALARS, ScalarRange
 
 # The compiled memo lookup (find), or None in a build without a C compiler, where
 # signature() and lookup() do it in Python.
 _family_find: Callable[..., Any] | None = None
 try:
-    from arrayselect._fastcall import family_find
+    from arrayselect._dispatch._fastcall import family_find
 except ImportError:
     pass
 else:
@@ -88,23 +89,23 @@ class Memo(NamedTuple):
     like: int
 
 
-_MEMOS = BoundedCache[Hashable, Memo]("family.signatures", _CACHE_SIZE)
+_MEMOS = BoundedCache[Hashable, Memo]("memo.family_signatures", _CACHE_SIZE)
 _memos = _MEMOS.data  # read on every call (by the C lookup too)
 # Per array type and force_portable setting: the signature of an array by the backend
 # that serves it then (the native and the portable backend read different things: a
 # key made by one backend's signer would lack what the other's decision reads, such
 # as JAX's weak type). Set on each valid call, so a newly registered backend's
 # signer replaces the old one's at its first decision.
-_SIGNERS = BoundedCache[tuple[type, bool], Callable[[Any], Hashable]]("family.signers", 256)
+_SIGNERS = BoundedCache[tuple[type, bool], Callable[[Any], Hashable]]("memo.family_signers", 256)
 # The ``backend.signature`` each signer was made from (a signer is made again only
 # when it changes, which invalidates the layouts below).
-_SIGNER_SPECS = BoundedCache[tuple[type, bool], Any]("family.signer_specs", 256)
+_SIGNER_SPECS = BoundedCache[tuple[type, bool], Any]("memo.family_signer_specs", 256)
 # Per (operand types, force_portable): where the arrays are among the operands, their
 # one signer, and their distinct types (to ask whether a compiler traces). Derived
 # from ``_signers``, so cleared whenever a signer changes.
 _Pick = Callable[[Sequence[Any]], tuple[Any, ...]]
 _Layout = tuple[_Pick, Callable[[Any], Hashable], tuple[type, ...]]
-_LAYOUTS = BoundedCache[tuple[tuple[type, ...], bool], _Layout]("family.layouts", _CACHE_SIZE)
+_LAYOUTS = BoundedCache[tuple[tuple[type, ...], bool], _Layout]("memo.family_layouts", _CACHE_SIZE)
 _layouts = _LAYOUTS.data  # read on every call (by the C lookup too)
 
 
@@ -120,7 +121,7 @@ def signature(kind: str, operands: Sequence[Any]) -> Hashable | None:
     portable = _settings.portable_forced()
     types = tuple(map(type, operands))
     try:
-        layout = _layouts[types, portable]  # not .get(): see arrayselect._caches
+        layout = _layouts[types, portable]  # not .get(): see arrayselect._base.caches
     except KeyError:
         return _first_signature(kind, operands, types, portable)
     pick, sign, traced_types = layout
@@ -202,7 +203,7 @@ def lookup(key: Hashable | None) -> Memo | None:
     if key is None:
         return None
     try:
-        memo = _memos[key]  # not .get(): see arrayselect._caches
+        memo = _memos[key]  # not .get(): see arrayselect._base.caches
     except KeyError:
         return None
     return _holding(memo)

@@ -28,8 +28,8 @@ from typing import Any, Final, NamedTuple
 
 import numpy as np
 
-from arrayselect._caches import BoundedCache
-from arrayselect._errors import SelectShapeError, SelectTypeError, SelectValueError
+from arrayselect._base.caches import BoundedCache
+from arrayselect._base.errors import SelectShapeError, SelectTypeError, SelectValueError
 
 __all__ = [
     "COND_BROADCASTS",
@@ -515,13 +515,13 @@ class PlanCache:
     A plain dictionary rather than ``functools.lru_cache``: a tracing compiler
     (``torch.compile``) follows dictionary lookups without a warning, and
     symbolic dimensions that are not hashable (PyTorch's ``SymInt``) simply skip
-    the memo. The memo is a :class:`~arrayselect._caches.BoundedCache`. Thread-safe:
+    the memo. The memo is a :class:`~arrayselect._base.caches.BoundedCache`. Thread-safe:
     each dictionary operation is atomic, and a lost race only costs a recomputation.
     """
 
     def __init__(self, maxsize: int) -> None:
         self.maxsize = maxsize
-        self._plans = BoundedCache[tuple[Any, ...], SelectPlan]("_shapes.make_plan", maxsize)
+        self._plans = BoundedCache[tuple[Any, ...], SelectPlan]("shapes.make_plan", maxsize)
         self.__wrapped__ = _plan
 
     def __call__(

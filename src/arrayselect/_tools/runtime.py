@@ -18,10 +18,10 @@ from typing import TypedDict
 
 import numpy as np
 
-from arrayselect._fastpath import FASTCALL_MISSING
-from arrayselect._registry import active_backend
-from arrayselect._settings import get_num_threads, get_pool_limit, num_threads_chosen
-from arrayselect._version import __version__
+from arrayselect._base.settings import get_num_threads, get_pool_limit, num_threads_chosen
+from arrayselect._base.version import __version__
+from arrayselect._dispatch.registry import active_backend
+from arrayselect._operations.fastpath import FASTCALL_MISSING
 
 __all__ = ["KernelInfo", "RuntimeInfo", "TorchInfo", "runtime_info", "show_runtime"]
 

@@ -1,6 +1,6 @@
 """The hit path of the fast-path protocol in Python, for builds without ``_fastcall``.
 
-:class:`SignatureCall` does what the compiled ``arrayselect._fastcall.SignatureCall``
+:class:`SignatureCall` does what the compiled ``arrayselect._dispatch._fastcall.SignatureCall``
 does, step for step (see ``_fastcall.c``): build the call's signature key, look it
 up in the cache's dict, and on a hit re-check what depends on values through the
 core's own checks; any doubt goes to the general path. It is only the cache's
@@ -142,7 +142,7 @@ class SignatureCall:
         if key is None:
             return NotImplemented
         try:
-            entry = self._cache[key]  # not .get(): see arrayselect._caches
+            entry = self._cache[key]  # not .get(): see arrayselect._base.caches
         except KeyError:
             return self._miss(key, *args)
         _, prepared, then_range, else_range = entry

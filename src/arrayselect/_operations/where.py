@@ -26,19 +26,25 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any, Final, NamedTuple, cast
 
-from arrayselect import _registry, _settings
-from arrayselect._backend import Backend
-from arrayselect._caches import BoundedCache
-from arrayselect._errors import (
+from arrayselect._base import settings as _settings
+from arrayselect._base.caches import BoundedCache
+from arrayselect._base.errors import (
     ScalarOverflowError,
     SelectError,
     SelectShapeError,
     SelectTypeError,
 )
-from arrayselect._registry import resolve
-from arrayselect._select import select
-from arrayselect._shapes import broadcast_together
-from arrayselect._validate import PYTHON_SCALARS, check_devices, scalar_fits_kind, value_kind
+from arrayselect._dispatch import registry as _registry
+from arrayselect._dispatch.registry import resolve
+from arrayselect._operations.select import select
+from arrayselect._rules.backend import Backend
+from arrayselect._rules.shapes import broadcast_together
+from arrayselect._validation.checks import (
+    PYTHON_SCALARS,
+    check_devices,
+    scalar_fits_kind,
+    value_kind,
+)
 
 __all__ = ["where"]
 
@@ -160,7 +166,7 @@ def where(condition: Any, x1: Any, x2: Any, /) -> Any:
                 _operand_key(x2),
                 _portable_forced(),  # the portable backend promotes with the namespace's rules
             )
-            promotion = _promotions[key]  # not .get(): see arrayselect._caches
+            promotion = _promotions[key]  # not .get(): see arrayselect._base.caches
         except KeyError:
             promotion = None
         except AttributeError:  # not an array: _decide raises the error

@@ -22,13 +22,15 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from arrayselect import _bench_chart, _bench_stats, adapters
-from arrayselect._bench_stats import Spread
-from arrayselect._errors import SelectTypeError
-from arrayselect._family import select_cases, select_n
-from arrayselect._registry import force_portable
-from arrayselect._select import backend_for, select
-from arrayselect._where import where
+from arrayselect import adapters
+from arrayselect._base.errors import SelectTypeError
+from arrayselect._dispatch.registry import force_portable
+from arrayselect._operations.family import select_cases, select_n
+from arrayselect._operations.select import backend_for, select
+from arrayselect._operations.where import where
+from arrayselect._tools import bench_chart as _bench_chart
+from arrayselect._tools import bench_stats as _bench_stats
+from arrayselect._tools.bench_stats import Spread
 
 __all__ = [
     "CASES",
@@ -750,7 +752,7 @@ def format_table(report: BenchReport) -> str:
 
 def print_kernel_info(echo: Callable[[str], None] = print) -> None:
     """Say what this installation has: the NumPy kernel's instruction set and threads, ..."""
-    from arrayselect._runtime import show_runtime
+    from arrayselect._tools.runtime import show_runtime
 
     show_runtime(echo)
 

@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from arrayselect._errors import SelectShapeError
-from arrayselect._registry import force_portable
-from arrayselect._runtime import show_runtime
-from arrayselect._select import backend_for, select
+from arrayselect._base.errors import SelectShapeError
+from arrayselect._dispatch.registry import force_portable
+from arrayselect._operations.select import backend_for, select
+from arrayselect._tools.runtime import show_runtime
 
 __all__ = ["LIBRARIES", "run_selfcheck"]
 

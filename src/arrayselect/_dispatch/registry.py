@@ -28,10 +28,10 @@ from typing import Any, NamedTuple, NoReturn
 
 import array_api_compat as compat
 
-from arrayselect._backend import PYTHON_SCALARS, Backend
-from arrayselect._caches import BoundedCache
-from arrayselect._errors import SelectTypeError
-from arrayselect._settings import force_portable_var, forcing, portable_forced
+from arrayselect._base.caches import BoundedCache
+from arrayselect._base.errors import SelectTypeError
+from arrayselect._base.settings import force_portable_var, forcing, portable_forced
+from arrayselect._rules.backend import PYTHON_SCALARS, Backend
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -112,7 +112,7 @@ def _unless_forced(call: Callable[..., Any]) -> Callable[..., Any]:
     return fast_unless_forced
 
 
-_LIBRARIES = BoundedCache[type, str | None]("_registry.library_of", 256)
+_LIBRARIES = BoundedCache[type, str | None]("registry.library_of", 256)
 _library_by_type = _LIBRARIES.data  # read on every call
 
 
@@ -261,7 +261,7 @@ def create_backend(library: str) -> None:
     """Create the (non-portable) backend of ``library`` now, with its fast path.
 
     For libraries whose backend must exist before a tracing compiler first meets
-    their arrays (see :mod:`arrayselect._import_hook`).
+    their arrays (see :mod:`arrayselect._base.import_hook`).
     """
     xp = importlib.import_module(f"array_api_compat.{library}")
     previous = force_portable_var.set(False)

@@ -37,7 +37,7 @@ import warnings
 from collections.abc import Callable
 from typing import Final
 
-from arrayselect._errors import SelectTypeError, SelectValueError
+from arrayselect._base.errors import SelectTypeError, SelectValueError
 
 __all__ = [
     "ENV_NUM_THREADS",

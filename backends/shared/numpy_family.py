@@ -1,14 +1,14 @@
 """The select family on NumPy arrays: ``select_n``, ``select_cases``, ``apply_where``.
 
 The core has validated the call; these functions only run it. The compiled
-kernel (:mod:`.kernel_family`: one threaded pass over all the operands, every
+kernel (:mod:`.kernel_cases`: one threaded pass over all the operands, every
 dtype as raw bits) gets the operands broadcast to the output shape (views,
 stride 0 where broadcast). In a build without the kernel NumPy's own functions
 do the work: ``np.choose`` (which
 finds an index out of range in its own pass) for ``select_n``, and
 ``np.select``'s algorithm (one masked ``np.copyto`` per condition, from the last
 to the first) for ``select_cases``. ``apply_where`` is the eager algorithm of
-the core's generic ``apply_where`` (:mod:`arrayselect._generic`) with NumPy's own
+the core's generic ``apply_where`` (:mod:`arrayselect._operations.generic`) with NumPy's own
 calls (the generic one reaches NumPy through ``array_api_compat``, which costs a
 small call more than the work), reading and writing the mask's elements by flat
 position.
@@ -45,12 +45,12 @@ _kernel_apply_put: Any = None
 _KERNEL_CONDS: frozenset[np.dtype[Any]] = frozenset()
 if KERNEL_MISSING is None:  # a build without the kernel runs NumPy's functions below
     from . import _select_kernel as _k
-    from .kernel_family import KERNEL_CONDS as _KERNEL_CONDS
-    from .kernel_family import _native
-    from .kernel_family import kernel_apply_put as _kernel_apply_put
-    from .kernel_family import kernel_apply_take as _kernel_apply_take
-    from .kernel_family import kernel_select_cases as _kernel_select_cases
-    from .kernel_family import kernel_select_n as _kernel_select_n
+    from .kernel_cases import KERNEL_CONDS as _KERNEL_CONDS
+    from .kernel_cases import _native
+    from .kernel_cases import kernel_apply_put as _kernel_apply_put
+    from .kernel_cases import kernel_apply_take as _kernel_apply_take
+    from .kernel_cases import kernel_select_cases as _kernel_select_cases
+    from .kernel_cases import kernel_select_n as _kernel_select_n
 
 #: Whether the compiled kernel runs the family (else NumPy's functions do).
 HAVE_KERNEL: Final = KERNEL_MISSING is None
@@ -313,7 +313,7 @@ def _take(cond: np.ndarray, x: np.ndarray, where: list[Any]) -> np.ndarray:
 # other side's dtype or Python scalar type). NumPy 2 promotes a Python scalar by its
 # type, never its value (NEP 50), so these are all it depends on; the lookup costs a
 # third of np.result_type's call, which a call of 10^3 elements notices.
-_PROMOTED = BoundedCache[tuple[Any, Any, Any], Any]("shared.family.promotions", 256)
+_PROMOTED = BoundedCache[tuple[Any, Any, Any], Any]("shared.numpy_family.promotions", 256)
 _promoted = _PROMOTED.data  # read on every call
 
 
@@ -325,7 +325,7 @@ def _promote(backend: Any, taken: Any, other: Any) -> Any:
         type(other) if type(other) in PYTHON_SCALARS else other.dtype,
     )
     try:
-        return _promoted[key]  # not .get(): see arrayselect._caches
+        return _promoted[key]  # not .get(): see arrayselect._base.caches
     except KeyError:
         return _PROMOTED.put(key, backend.result_type(taken, other))
 
@@ -338,7 +338,7 @@ def _promote(backend: Any, taken: Any, other: Any) -> Any:
 # is one object from call to call. A call of 10^3 elements notices the promotion,
 # the range check and the conversion (about 0.5 us of its 5).
 _FILLS = BoundedCache[int, tuple[Any, Any, Any, Any, np.ndarray]](
-    "shared.family.apply_where_fills", 256
+    "shared.numpy_family.apply_where_fills", 256
 )
 _fills = _FILLS.data  # read on every call
 

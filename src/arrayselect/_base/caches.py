@@ -47,7 +47,7 @@ def register_cache(name: str, report: CacheReport) -> None:
 
     Examples
     --------
-    >>> from arrayselect._caches import register_cache
+    >>> from arrayselect._base.caches import register_cache
     >>> register_cache("mylib.layouts", lambda: (0, 64))
     """
     with _lock:

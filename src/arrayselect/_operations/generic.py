@@ -8,7 +8,7 @@ written once: chained ``xp.where`` for ``select_n`` and ``select_cases``; for
 it, and the double where where they do not (traced, data-free or lazy arrays).
 A backend that fuses some cases calls these for the rest (CuPy, PyTorch).
 
-They run on inputs the front ends of :mod:`arrayselect._family` have validated.
+They run on inputs the front ends of :mod:`arrayselect._operations.family` have validated.
 :func:`fill_scalar`, the core's check of a Python-scalar ``fill_value`` for the
 result dtype, is here too, for a backend's own ``apply_where``.
 
@@ -30,11 +30,11 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from arrayselect._backend import Backend
-from arrayselect._errors import index_error
-from arrayselect._shapes import Shape
-from arrayselect._validate import PYTHON_SCALARS, fill_scalar
-from arrayselect._where import where
+from arrayselect._base.errors import index_error
+from arrayselect._operations.where import where
+from arrayselect._rules.backend import Backend
+from arrayselect._rules.shapes import Shape
+from arrayselect._validation.checks import PYTHON_SCALARS, fill_scalar
 
 __all__ = [
     "apply_where",

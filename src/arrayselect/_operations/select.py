@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
-from arrayselect import _registry
-from arrayselect._backend import Backend
-from arrayselect._registry import resolve
-from arrayselect._shapes import check_options, make_plan
-from arrayselect._validate import (
-    Decision,
-    check_cond_dtype,
-    check_devices,
-    check_held_dtypes,
-    check_layouts,
-    check_out,
-    scalar_values,
-    value_dtype,
-)
+from arrayselect._dispatch import registry as _registry
+from arrayselect._dispatch.registry import resolve
+from arrayselect._operations.pipeline import SELECT, check_operands
+from arrayselect._rules.backend import Backend
+from arrayselect._rules.shapes import SelectPlan, check_options, make_plan
+from arrayselect._validation.checks import Decision, ScalarRange
 
 __all__ = ["Validated", "backend_for", "select", "select_general", "validate"]
 
@@ -136,27 +128,29 @@ def validate(
 ) -> Validated:
     """Every check of :func:`select`, in its order; raises what ``select`` raises.
 
-    The order is part of the contract: options, array types and layouts, ``cond``'s dtype,
-    ``then``/``else`` dtypes, dtypes the library holds, scalar values, shapes, devices, ``out``.
+    The options first, then the operands in the one order of
+    :mod:`arrayselect._operations.pipeline` (part of the contract): array types and
+    layouts, ``cond``'s dtype, ``then``/``else`` dtypes, dtypes the library holds, scalar
+    values, shapes, devices, ``out``.
     """
     mode, axis_int, cb = check_options(auto_broadcast, axis, cond_broadcast)
-    backend, named = resolve(cond, then, else_, out)
-    check_layouts(backend, named)
-    check_cond_dtype(backend, cond)
-    dtype, then_range, else_range = value_dtype(backend, cond, then, else_)
-    check_held_dtypes(backend, (("cond", cond), ("then", then), ("else", else_)))
-    then_value, else_value = scalar_values(then, else_, dtype, then_range, else_range)
-    plan = (make_plan.__wrapped__ if backend.tracing() else make_plan)(
-        backend.shape(cond),
-        () if then_range is not None else backend.shape(then),
-        () if else_range is not None else backend.shape(else_),
-        mode,
-        axis_int,
-        cb,
+
+    def plan(backend: Backend, ranges: list[ScalarRange | None]) -> SelectPlan:
+        # A trace must not be guarded on what the plan cache read: plan afresh.
+        return (make_plan.__wrapped__ if backend.tracing() else make_plan)(
+            backend.shape(cond),
+            () if ranges[0] is not None else backend.shape(then),
+            () if ranges[1] is not None else backend.shape(else_),
+            mode,
+            axis_int,
+            cb,
+        )
+
+    checked = check_operands(
+        SELECT, [("cond", cond)], [("then", then), ("else", else_)], out, plan=plan
     )
-    check_devices(backend, named)
-    if out is not None:
-        check_out(backend, out, plan.out_shape, dtype)
+    backend, dtype, (then_range, else_range) = checked.backend, checked.dtype, checked.ranges
+    then_value, else_value = checked.values
     if then_range is not None and else_range is not None:
         then = backend.default_scalar_array(then_value, dtype, cond)
         else_ = backend.default_scalar_array(else_value, dtype, cond)
@@ -165,7 +159,7 @@ def validate(
     elif else_range is not None:
         else_ = backend.scalar_array(else_value, dtype, then)
     decision = Decision(
-        plan,
+        cast(SelectPlan, checked.plan),
         dtype,
         then_range,
         else_range,

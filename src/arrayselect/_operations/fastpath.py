@@ -4,22 +4,22 @@
 kernel keeps the same protocol in C, for its sub-microsecond calls). The first
 call with a given *signature* (the exact types, shapes and dtypes of the
 operands or the types of Python scalars, the options, ``out``'s shape and
-dtype) runs the core's full validation (:func:`arrayselect._select.validate`),
+dtype) runs the core's full validation (:func:`arrayselect._operations.select.validate`),
 which raises exactly the errors of the general path; when it passes, the
-backend runs the call and the :class:`~arrayselect._validate.Decision` is kept.
+backend runs the call and the :class:`~arrayselect._validation.checks.Decision` is kept.
 Later calls with that signature re-check only what the signature does not fix,
 with the core's own checks or data the core derived:
 
-* a Python scalar's value against its :class:`~arrayselect._validate.ScalarRange`;
-* devices, with :func:`~arrayselect._validate.check_devices`;
-* ``out``'s memory, with :func:`~arrayselect._validate.check_out_layout`.
+* a Python scalar's value against its :class:`~arrayselect._validation.checks.ScalarRange`;
+* devices, with :func:`~arrayselect._validation.checks.check_devices`;
+* ``out``'s memory, with :func:`~arrayselect._validation.checks.check_out_layout`.
 
 Any doubt sends the call to the general path, which raises the error in the
 general path's order. So a cache can never change an answer. The hit path is
 C (``_fastcall.c``): for a backend whose whole call takes microseconds, the
 cache's bookkeeping in Python would be most of arrayselect's cost; the checks
 it calls are these Python functions. A build without a C compiler runs the same
-steps in Python (:mod:`arrayselect._fastcall_py`), with the same answers.
+steps in Python (:mod:`arrayselect._dispatch.fastcall_py`), with the same answers.
 """
 
 from __future__ import annotations
@@ -27,18 +27,18 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from arrayselect._backend import Backend
-from arrayselect._caches import BoundedCache
-from arrayselect._errors import SelectError
-from arrayselect._fastcall_py import SignatureCall as _PySignatureCall
-from arrayselect._registry import FastPath
-from arrayselect._select import select_positional, validate
-from arrayselect._validate import Decision, check_devices, check_out_layout
+from arrayselect._base.caches import BoundedCache
+from arrayselect._base.errors import SelectError
+from arrayselect._dispatch.fastcall_py import SignatureCall as _PySignatureCall
+from arrayselect._dispatch.registry import FastPath
+from arrayselect._operations.select import select_positional, validate
+from arrayselect._rules.backend import Backend
+from arrayselect._validation.checks import Decision, check_devices, check_out_layout
 
 try:
-    from arrayselect._fastcall import SignatureCall
+    from arrayselect._dispatch._fastcall import SignatureCall
 except ImportError as exc:  # built without a C compiler: the same hit path in Python
-    from arrayselect._fastcall_py import SignatureCall  # type: ignore[assignment]
+    from arrayselect._dispatch.fastcall_py import SignatureCall  # type: ignore[assignment]
 
     #: Why the compiled hit path is missing (``None`` when it is there).
     FASTCALL_MISSING: str | None = f"{type(exc).__name__}: {exc}"
@@ -165,7 +165,7 @@ class SignatureCache:
         """
         key = self._keys.key(cond, then, else_, auto_broadcast, axis, cond_broadcast, out)
         try:
-            entry = self._cache[key]  # not .get(): see arrayselect._caches
+            entry = self._cache[key]  # not .get(): see arrayselect._base.caches
         except KeyError:
             return None
         return entry[0], entry[1]

@@ -1,5 +1,5 @@
 /* The CPython boilerplate of a garbage-collected type whose instances are called
- * through vectorcall, written once for arrayselect._fastcall (SignatureCall) and the
+ * through vectorcall, written once for arrayselect._dispatch._fastcall (SignatureCall) and the
  * torch backend's recent-call check (RecentCalls).
  *
  * A type PREFIX with instance struct STRUCT (which has a `vectorcallfunc vectorcall`

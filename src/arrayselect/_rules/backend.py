@@ -2,7 +2,7 @@
 
 The core validates everything (options, shapes, dtypes, scalars, devices,
 ``out``) through the small queries below, then calls :meth:`Backend.select`
-with a :class:`~arrayselect._shapes.SelectPlan`. A backend answers questions
+with a :class:`~arrayselect._rules.shapes.SelectPlan`. A backend answers questions
 about its arrays and runs a validated Select; it never decides whether a call
 is valid. Plugin authors import these names from :mod:`arrayselect.plugin`.
 """
@@ -16,8 +16,8 @@ from typing import Any, ClassVar, Final, Literal, NamedTuple
 
 import array_api_compat as compat
 
-from arrayselect._errors import SelectValueError
-from arrayselect._shapes import SelectPlan, Shape
+from arrayselect._base.errors import SelectValueError
+from arrayselect._rules.shapes import SelectPlan, Shape
 
 __all__ = ["DTYPE_KINDS", "PYTHON_SCALARS", "Backend", "DtypeKind", "OutLayout"]
 
@@ -278,7 +278,7 @@ class Backend(abc.ABC):
         return None
 
     # -- the select family (select_n, select_cases, apply_where) ----------------------
-    # What the core's generic algorithms (arrayselect._generic) ask, so that a plugin
+    # What the core's generic algorithms (arrayselect._operations.generic) ask, so that a plugin
     # serves the family without writing anything; a backend sets the hooks below
     # where it fuses.
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from arrayselect import _bench_stats
+from arrayselect._tools import bench_stats as _bench_stats
 
 if TYPE_CHECKING:
-    from arrayselect._bench import BenchReport, BenchRow
+    from arrayselect._tools.bench import BenchReport, BenchRow
 
 __all__ = ["draw", "pyplot", "write_png"]
 

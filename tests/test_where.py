@@ -46,6 +46,7 @@ from xp_helpers import (
 )
 
 import arrayselect as asel
+from arrayselect._base import caches as _caches
 
 SETTINGS = settings(
     max_examples=60,
@@ -155,9 +156,16 @@ def test_where_matches_the_library_where(xp: ModuleType, case: tuple[Any, ...]) 
         assert bits_equal(got, expected), (kinds, got, expected)
 
 
-def test_where_refuses_what_the_standard_refuses(xp: ModuleType) -> None:
+@pytest.mark.parametrize("warm", [False, True], ids=["cold", "warm"])
+def test_where_refuses_what_the_standard_refuses(xp: ModuleType, warm: bool) -> None:
+    """In where's words, cold or warm: warm, the calls go first to select's fast
+    path (the dtypes need no promotion), whose errors would name cond, then, else."""
     c = from_numpy(xp, np.array([True, False, True]))
     x = from_numpy(xp, np.arange(3, dtype=np.float32))
+    _caches.clear_all()
+    if warm:
+        asel.where(c, x, x)
+        asel.where(c, x, 0.0)
     with pytest.raises(asel.SelectTypeError, match="condition must have a boolean dtype"):
         asel.where(from_numpy(xp, np.array([1, 0, 1], np.int8)), x, x)
     with pytest.raises(asel.SelectTypeError, match="condition must be an array"):

@@ -19,6 +19,12 @@ dtype mode (JAX's 64-bit mode), so they are kept in a small bounded cache
 keyed by all of these: a call whose operands
 already agree (a Python scalar of the array's kind included) pays a
 dictionary lookup and no pass over the data.
+
+Such a call (a boolean ``condition``; values of one dtype, or an array and a
+Python scalar of its kind) has nothing to promote, so once the dtypes' kinds are
+known it goes straight to ``select``'s fast path, as ``select`` itself would;
+anything that path does not serve, or refuses, takes the whole way, whose errors
+name ``where``'s arguments.
 """
 
 from __future__ import annotations
@@ -75,6 +81,10 @@ class _Promotion(NamedTuple):
 
 
 _PROMOTIONS = BoundedCache[Hashable, _Promotion]("where.promotions", 1024)
+# The kind of each (array type, dtype) a decided call has shown: what where's fast
+# route reads to know that no promotion is to be done.
+_KINDS = BoundedCache[tuple[type, Any], Any]("where.kinds", 256)
+_fast_paths = _registry.fast_paths
 _promotions = _PROMOTIONS.data  # read on every call
 _tracing_checks = _registry.tracing_checks
 _portable_forced = _settings.portable_forced
@@ -152,7 +162,24 @@ def where(condition: Any, x1: Any, x2: Any, /) -> Any:
            [-1, -1, -1],
            [ 0,  1,  2]])
     """
-    tracing = _tracing_checks.get(type(condition))
+    array_type = type(condition)
+    tracing = _tracing_checks.get(array_type)
+    fast = _fast_paths.get(array_type)
+    if fast is not None and (tracing is None or not tracing()):
+        # No promotion to do (the values share a dtype, or a Python scalar fits the
+        # array's kind): where is select with multidirectional broadcasting, so the
+        # call goes straight to select's fast path. Anything else, and any error
+        # (raised in select's words), goes the whole way below.
+        try:
+            kinds = _KINDS.data
+            if kinds[array_type, condition.dtype] == "bool" and _no_promotion(
+                x1, x2, array_type, kinds
+            ):
+                result = fast(condition, x1, x2, "numpy", -1, "multidirectional", None)
+                if result is not NotImplemented:
+                    return result
+        except (KeyError, AttributeError, SelectError):
+            pass
     if tracing is not None and tracing():
         # A compiler traces: no memo (the trace would be guarded on what it read).
         key: Hashable | None = None
@@ -196,6 +223,24 @@ def where(condition: Any, x1: Any, x2: Any, /) -> Any:
     except SelectError as exc:
         _explain(condition, x1, x2, shapes=isinstance(exc, SelectShapeError))
         raise
+
+
+def _no_promotion(x1: Any, x2: Any, array_type: Any, kinds: dict[Any, Any]) -> bool:
+    """Whether ``where``'s promotion leaves both values as they are: arrays of one
+    type and dtype, or an array and a Python scalar of a kind its dtype takes
+    (promotion is by type: the scalar takes the array's dtype, as in select).
+
+    Raises ``KeyError`` for a dtype whose kind :func:`_decide` has not recorded yet.
+    """
+    if type(x1) is array_type:
+        if type(x2) is array_type:
+            return bool(x1.dtype == x2.dtype)
+        return type(x2) in _ZEROS and scalar_fits_kind(type(x2), kinds[array_type, x1.dtype])
+    return (
+        type(x2) is array_type
+        and type(x1) in _ZEROS
+        and scalar_fits_kind(type(x1), kinds[array_type, x2.dtype])
+    )
 
 
 def _decide(key: Hashable | None, condition: Any, x1: Any, x2: Any) -> _Promotion:
@@ -259,6 +304,9 @@ def _decide(key: Hashable | None, condition: Any, x1: Any, x2: Any) -> _Promotio
         # race only costs deciding again. Trimmed after inserting, so that each
         # thread leaves it within its bound, with or without a GIL.
         _PROMOTIONS.put(key, promotion)
+        for x in (condition, x1, x2):
+            if type(x) not in PYTHON_SCALARS:
+                _KINDS.put((type(x), x.dtype), backend.dtype_kind(x.dtype))
     return promotion
 
 

@@ -107,7 +107,7 @@ compile_extensions() {
   for ext in "${!SINGLE[@]}"; do
     mkdir -p "$EXT_DIR/$ext"
     # -I: _vectorcall_type.h, the type boilerplate both share
-    "${cc[@]}" "${CFLAGS[@]}" "${INCLUDES[@]}" -Isrc/arrayselect -c "${SINGLE[$ext]}" \
+    "${cc[@]}" "${CFLAGS[@]}" "${INCLUDES[@]}" -Isrc/arrayselect/_dispatch -c "${SINGLE[$ext]}" \
       -o "$EXT_DIR/$ext/_$ext.o"
   done
 }

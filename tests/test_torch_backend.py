@@ -637,7 +637,15 @@ def _recent_check_cases() -> list[tuple[Any, ...]]:
         (c, a, b, "pdpd", 0, "unidirectional"),
         (c, a, a, *plain),  # one object twice
         (c, a, 2.5, *plain),  # a Python scalar
-        (c, a.to(torch.int8), 300, *plain),  # a scalar out of range
+        (c, a, 2, *plain),  # of another type: an int, converted through a float
+        (c, 2.5, b, *plain),  # in then's place
+        (c, a, 2.5 + 1j, *plain),  # of a kind the dtype cannot take: an error
+        (c, a.to(torch.int8), 5, *plain),
+        (c, a.to(torch.int8), 300, *plain),  # a scalar out of range, after one in range
+        (c, a.to(torch.int8), True, *plain),
+        (c, a.half(), 1e10, *plain),  # too large for float16: an error
+        (c, a.half(), float("inf"), *plain),  # inf is taken as it is
+        (c, 2.5, 1.5, *plain),  # two scalars
     ]
 
 
@@ -669,6 +677,14 @@ def test_recent_call_check_never_changes_an_answer(design: str | None) -> None:
     assert (recent is None) == (design is None)
     if recent is not None:
         assert recent.held() == 2
+        if design == "fields":  # holds a Python scalar's signature, and checks its value
+            c, i8 = torch.tensor([True, False]), torch.tensor([1, 2], dtype=torch.int8)
+            for _ in range(64):  # held by the 64th miss at the latest
+                got = through_fast(c, i8, 7, "numpy", -1, "unidirectional")
+            assert torch.equal(got, i8.new_tensor([1, 7]))
+            assert recent(c, i8, 9, "numpy", -1, "unidirectional").tolist() == [1, 9]
+            assert recent(c, i8, 300, "numpy", -1, "unidirectional") is NotImplemented
+            assert recent(c, i8, 9.5, "numpy", -1, "unidirectional") is NotImplemented
         recent.forget()
         assert recent.held() == 0
         c = torch.tensor([True, False, True])

@@ -634,13 +634,22 @@ class TorchBackend(Backend):
             # hit count no misses: a new signature waits for at most 64 of its calls).
             misses[0] += 1
             m = misses[0]
-            if (m & (m - 1) and m & 63) or type(then) not in _ARRAY_TYPES:
-                return
-            if type(else_) not in _ARRAY_TYPES or recent is None:
+            if (m & (m - 1) and m & 63) or recent is None:
                 return
             found = lookup(cond, then, else_, ab, axis, cb, None)
-            if found is not None and found[0].then_range is None is found[0].else_range:
-                recent.remember(cond, then, else_, ab, axis, cb, found[1])
+            if found is not None:  # the check refuses what it cannot hold
+                decision = found[0]
+                recent.remember(
+                    cond,
+                    then,
+                    else_,
+                    ab,
+                    axis,
+                    cb,
+                    found[1],
+                    decision.then_range,
+                    decision.else_range,
+                )
 
         def after_recent(
             cond: Any, then: Any, else_: Any, ab: Any, axis: Any, cb: Any, out: Any

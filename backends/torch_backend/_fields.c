@@ -15,12 +15,16 @@
  * offset, and nothing here is used before Python has checked both.
  *
  * RecentCalls(tensor_type, offset, readers) holds the last two signatures of
- * calls on three tensors, each with the options (compared by identity) and
- * what the signature cache runs for it. A call whose three tensors are of
- * exactly tensor_type and read the same dtype, device type and index, layout
- * and sizes as a held signature runs that; anything else, or any failed read
- * (a nested tensor has no sizes), answers NotImplemented and the caller takes
- * the signature cache. Nothing here is a rule: it is a memo of what the
+ * calls on three tensors, or on two tensors and one Python scalar (then or else),
+ * each with the options (compared by identity) and what the signature cache runs
+ * for it. A call whose tensors are of exactly tensor_type and read the same
+ * dtype, device type and index, layout and sizes as a held signature, with a
+ * Python scalar of the same exact type where it held one, runs that; anything
+ * else, or any failed read (a nested tensor has no sizes), answers NotImplemented
+ * and the caller takes the signature cache. A scalar's value is checked as the
+ * signature cache checks it: the ScalarRange the core's validation derived for
+ * it says whether it admits the value (no: NotImplemented, and the cache's path
+ * decides) and prepares it. Nothing here is a rule: it is a memo of what the
  * core's validation decided for one signature.
  *
  * Its fast_path method is the backend's whole fast path (the registry calls it
@@ -34,7 +38,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "_vectorcall_type.h" /* src/arrayselect/ */
+#include "_vectorcall_type.h" /* src/arrayselect/_dispatch/ */
 
 /* libtorch's AOTI shim signatures (torch/csrc/inductor/aoti_torch/c/shim.h):
  * AOTITorchError is int32_t, 0 on success. */
@@ -58,10 +62,19 @@ typedef struct {
     int64_t sizes[MAX_DIMS];
 } Fields;
 
+/* An operand as a signature holds it: a tensor's fields, or a Python scalar's
+ * exact type (bool, int, float, complex: static types, held without a reference). */
+typedef struct {
+    Fields fields;
+    PyTypeObject *scalar; /* NULL: a tensor */
+} Operand;
+
 typedef struct {
     PyObject *options[3]; /* auto_broadcast, axis, cond_broadcast; NULL: empty slot */
     PyObject *run;        /* run(cond, then, else_) */
-    Fields fields[3];
+    PyObject *range;      /* the Python scalar's ScalarRange, or NULL */
+    int scalar_at;        /* which operand is that scalar (1: then, 2: else), or 0 */
+    Operand operands[3];
 } Slot;
 
 typedef struct {
@@ -104,6 +117,45 @@ same_fields(const Fields *a, const Fields *b)
            memcmp(a->sizes, b->sizes, (size_t)a->dim * sizeof(int64_t)) == 0;
 }
 
+static int
+is_python_scalar(PyTypeObject *t)
+{
+    return t == &PyFloat_Type || t == &PyLong_Type || t == &PyBool_Type || t == &PyComplex_Type;
+}
+
+/* Read the three operands: 0, or -1 for anything a signature cannot hold (a scalar
+ * cond, two scalars, a failed read). *scalar_at: which of then and else is a scalar. */
+static int
+read_operands(RecentCalls *self, PyObject *const *args, Operand *ops, int *scalar_at)
+{
+    *scalar_at = 0;
+    for (int k = 0; k < 3; k++) {
+        ops[k].scalar = NULL;
+        if (k > 0 && *scalar_at == 0 && is_python_scalar(Py_TYPE(args[k]))) {
+            ops[k].scalar = Py_TYPE(args[k]);
+            *scalar_at = k;
+        }
+        else if (read_fields(self, args[k], &ops[k].fields)) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int
+same_operands(const Operand *a, const Operand *b)
+{
+    for (int k = 0; k < 3; k++) {
+        if (a[k].scalar != b[k].scalar ||
+            (a[k].scalar == NULL && !same_fields(&a[k].fields, &b[k].fields))) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static PyObject *s_admits, *s_prepare;
+
 static PyObject *
 recent_call(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
@@ -114,29 +166,52 @@ recent_call(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *
                         "cond_broadcast)");
         return NULL;
     }
-    Fields f[3];
-    for (int k = 0; k < 3; k++) {
-        if (read_fields(self, args[k], &f[k])) {
-            Py_RETURN_NOTIMPLEMENTED;
-        }
+    Operand ops[3];
+    int scalar_at;
+    if (read_operands(self, args, ops, &scalar_at)) {
+        Py_RETURN_NOTIMPLEMENTED;
     }
-    PyObject *run = NULL;
+    PyObject *run = NULL, *range = NULL;
     Py_BEGIN_CRITICAL_SECTION(self);
     for (int s = 0; s < 2 && run == NULL; s++) {
         Slot *slot = &self->slots[s];
         if (slot->run != NULL && slot->options[0] == args[3] && slot->options[1] == args[4] &&
-            slot->options[2] == args[5] && same_fields(&f[0], &slot->fields[0]) &&
-            same_fields(&f[1], &slot->fields[1]) && same_fields(&f[2], &slot->fields[2])) {
+            slot->options[2] == args[5] && same_operands(ops, slot->operands)) {
             /* run may drop the slot (a remember from another thread): hold it */
             run = slot->run;
             Py_INCREF(run);
+            range = slot->range;
+            Py_XINCREF(range);
         }
     }
     Py_END_CRITICAL_SECTION();
     if (run == NULL) {
         Py_RETURN_NOTIMPLEMENTED;
     }
-    PyObject *result = PyObject_Vectorcall(run, args, 3, NULL);
+    PyObject *call[3] = {args[0], args[1], args[2]};
+    PyObject *prepared = NULL;
+    if (range != NULL) {
+        /* As the signature cache's hit path: a value the range does not admit goes
+         * on to the cache (NotImplemented), whose general path decides. */
+        PyObject *ok = PyObject_CallMethodOneArg(range, s_admits, args[scalar_at]);
+        int admits = ok == NULL ? -1 : PyObject_IsTrue(ok);
+        Py_XDECREF(ok);
+        if (admits == 1) {
+            prepared = PyObject_CallMethodOneArg(range, s_prepare, args[scalar_at]);
+        }
+        Py_DECREF(range);
+        if (admits == 0) {
+            Py_DECREF(run);
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+        if (prepared == NULL) {
+            Py_DECREF(run);
+            return NULL;
+        }
+        call[scalar_at] = prepared;
+    }
+    PyObject *result = PyObject_Vectorcall(run, call, 3, NULL);
+    Py_XDECREF(prepared);
     Py_DECREF(run);
     return result;
 }
@@ -173,26 +248,36 @@ clear_slot(Slot *slot)
         Py_CLEAR(slot->options[k]);
     }
     Py_CLEAR(slot->run);
+    Py_CLEAR(slot->range);
 }
 
 PyDoc_STRVAR(remember_doc,
-             "remember(cond, then, else_, auto_broadcast, axis, cond_broadcast, run)\n--\n\n"
-             "Hold this call's signature as the last one, with what runs it; the last but "
-             "one is dropped.\nReturns False (holding nothing new) if a tensor cannot be "
-             "read.");
+             "remember(cond, then, else_, auto_broadcast, axis, cond_broadcast, run, "
+             "then_range=None, else_range=None)\n--\n\n"
+             "Hold this call's signature as the last one, with what runs it and the "
+             "ScalarRange of its Python scalar;\nthe last but one is dropped. Returns "
+             "False (holding nothing new) if a tensor cannot be read, or a\nscalar comes "
+             "without its range.");
 
 static PyObject *
 recent_remember(RecentCalls *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 7) {
-        PyErr_SetString(PyExc_TypeError, "remember takes 7 arguments");
+    if (nargs != 7 && nargs != 9) {
+        PyErr_SetString(PyExc_TypeError, "remember takes 7 or 9 arguments");
         return NULL;
     }
     Slot fresh;
-    for (int k = 0; k < 3; k++) {
-        if (read_fields(self, args[k], &fresh.fields[k])) {
+    if (read_operands(self, args, fresh.operands, &fresh.scalar_at)) {
+        Py_RETURN_FALSE;
+    }
+    fresh.range = NULL;
+    if (fresh.scalar_at != 0) {
+        PyObject *range = nargs == 9 ? args[6 + fresh.scalar_at] : Py_None;
+        if (range == Py_None) {
             Py_RETURN_FALSE;
         }
+        Py_INCREF(range);
+        fresh.range = range;
     }
     for (int k = 0; k < 3; k++) {
         Py_INCREF(args[3 + k]);
@@ -348,6 +433,7 @@ recent_traverse(RecentCalls *self, visitproc visit, void *arg)
             Py_VISIT(self->slots[s].options[k]);
         }
         Py_VISIT(self->slots[s].run);
+        Py_VISIT(self->slots[s].range);
     }
     return 0;
 }
@@ -368,8 +454,8 @@ static PyTypeObject RecentCallsType = {
     AS_VECTORCALL_TYPE(recent, RecentCalls),
     .tp_name = "arrayselect.backends.torch_backend._fields.RecentCalls",
     .tp_doc = "RecentCalls(tensor_type, offset, readers, fallback=None)\n--\n\n"
-              "The last two signatures of calls on three tensors, read through libtorch's "
-              "C functions;\ncall it with (cond, then, else_, auto_broadcast, axis, "
+              "The last two signatures of calls on three tensors (or two and a Python "
+              "scalar), read through libtorch's C functions;\ncall it with (cond, then, else_, auto_broadcast, axis, "
               "cond_broadcast): what a held signature runs, or NotImplemented.",
     .tp_methods = recent_methods,
 };
@@ -392,7 +478,10 @@ PyInit__fields(void)
        multi-phase module; the free-threaded CI job checks the GIL stays off. */
     PyUnstable_Module_SetGIL(m, Py_MOD_GIL_NOT_USED); /* slots: critical sections */
 #endif
-    if (as_add_type(m, "RecentCalls", &RecentCallsType) < 0) {
+    s_admits = PyUnicode_InternFromString("admits");
+    s_prepare = PyUnicode_InternFromString("prepare");
+    if (s_admits == NULL || s_prepare == NULL ||
+        as_add_type(m, "RecentCalls", &RecentCallsType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

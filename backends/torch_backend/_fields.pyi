@@ -9,7 +9,17 @@ class RecentCalls:
     ) -> Any: ...
     def __call__(self, cond: Any, then: Any, else_: Any, ab: Any, axis: Any, cb: Any) -> Any: ...
     def remember(
-        self, cond: Any, then: Any, else_: Any, ab: Any, axis: Any, cb: Any, run: Any, /
+        self,
+        cond: Any,
+        then: Any,
+        else_: Any,
+        ab: Any,
+        axis: Any,
+        cb: Any,
+        run: Any,
+        then_range: Any = None,
+        else_range: Any = None,
+        /,
     ) -> bool: ...
     def read(self, x: Any, /) -> tuple[int, int, int, int, tuple[int, ...]] | None: ...
     def held(self) -> int: ...

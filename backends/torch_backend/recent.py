@@ -74,7 +74,17 @@ class RecentCallCheck(Protocol):
     def __call__(self, cond: Any, then: Any, else_: Any, ab: Any, axis: Any, cb: Any) -> Any: ...
 
     def remember(
-        self, cond: Any, then: Any, else_: Any, ab: Any, axis: Any, cb: Any, run: Any
+        self,
+        cond: Any,
+        then: Any,
+        else_: Any,
+        ab: Any,
+        axis: Any,
+        cb: Any,
+        run: Any,
+        then_range: Any = None,
+        else_range: Any = None,
+        /,
     ) -> bool: ...
 
     def held(self) -> int: ...
@@ -294,8 +304,20 @@ class GuardsRecentCalls:
         return NotImplemented
 
     def remember(
-        self, cond: Any, then: Any, else_: Any, ab: Any, axis: Any, cb: Any, run: Any
+        self,
+        cond: Any,
+        then: Any,
+        else_: Any,
+        ab: Any,
+        axis: Any,
+        cb: Any,
+        run: Any,
+        then_range: Any = None,
+        else_range: Any = None,
     ) -> bool:
+        # Three tensors only: a Python scalar (a range given) goes to the cache.
+        if then_range is not None or else_range is not None:
+            return False
         if cond.is_nested or then.is_nested or else_.is_nested:
             return False
         check = _guard(self._guards, cond, then, else_).check

@@ -102,19 +102,15 @@ class NumpyBackend(NumpyDtypes, Backend):
     def broadcast_to(self, x: Any, shape: Shape) -> Any:
         return np.broadcast_to(x, shape)  # type: ignore[arg-type]
 
-    def select_n(self, which: Any, cases: tuple[Any, ...], shape: Shape, out: Any) -> Any:
-        return _family.select_n(which, cases, shape, out)
-
-    def select_cases(
-        self, conds: tuple[Any, ...], choices: tuple[Any, ...], default: Any, shape: Shape
-    ) -> Any:
-        return _family.select_cases(conds, choices, default, shape)
+    # The functions themselves, not methods around them: a wrapper's frame costs a
+    # warm call of 10^3 elements a few percent.
+    select_n = staticmethod(_family.select_n)
+    select_cases = staticmethod(_family.select_cases)
 
     def mask_indexing(self, x: Any) -> bool:
         return True  # NumPy always has it (and asking costs a microsecond a call)
 
-    # the function itself (the backend is its first argument): a wrapper's frame
-    # costs a call of 10^3 elements about 2%
+    # the function itself (the backend is its first argument), as above
     apply_where = _family.apply_where
 
     def positions(self, mask: Any) -> Any:

@@ -130,7 +130,7 @@ def select_n(
     ``scratch`` (``out`` is a fresh array the caller drops on error: no check first).
     """
     out_shape: tuple[int, ...] = shape  # type: ignore[assignment]  # NumPy: no unknown sizes
-    if HAVE_KERNEL and _plain(cases, out_shape) and _plain((which,), out_shape):
+    if HAVE_KERNEL and _plain((which, *cases), out_shape):
         # The usual small call (arrays of the output shape): the kernel as it is,
         # without the conversions below, which cost more than its pass at 10^3.
         n = len(cases)
@@ -198,8 +198,7 @@ def select_cases(
         default = _spread(default, out_shape)  # a scalar default: never made full size
     if (
         HAVE_KERNEL
-        and _plain(choices, out_shape)
-        and _plain((default,), out_shape)
+        and _plain((*choices, default), out_shape)
         and _plain(conds, out_shape, _KERNEL_CONDS)
     ):
         # The usual small call: the kernel as it is (see select_n)

@@ -157,3 +157,16 @@ def test_ci_run_kills_a_hung_run_and_everything_it_started(tmp_path: Path) -> No
             break
         time.sleep(0.05)
     assert gone()
+
+
+def test_the_idiom_table_and_its_profile_print(capsys: pytest.CaptureFixture[str]) -> None:
+    """``python -m benchmarks.idioms``: the table's rows, then one cell's profile."""
+    idioms = importlib.import_module("benchmarks.idioms")
+    assert idioms.main(["--quick", "--backends", "numpy", "--repeats", "1"]) == 0
+    table = capsys.readouterr().out
+    assert "| numpy | `where(c, x, 0.5)` | where(c, x, 0.5) |" in table
+    assert re.search(r"# load average|not available", table)
+    assert idioms.main(["--profile", "numpy", "select(c, x, 0.5)", "1000"]) == 0
+    profile = capsys.readouterr().out
+    assert "numpy `select(c, x, 0.5)` at 1000 elements" in profile
+    assert "tottime" in profile and "select" in profile

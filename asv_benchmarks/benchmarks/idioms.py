@@ -203,7 +203,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="10^3 elements, 5 repeats")
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--backends", default=",".join(IDIOM_BACKENDS))
+    parser.add_argument(
+        "--profile",
+        nargs=3,
+        metavar=("BACKEND", "FORM", "SIZE"),
+        help="instead of the table: where one cell's arrayselect call spends its time "
+        "(cProfile over warm calls, the 12 functions of most own time)",
+    )
     args = parser.parse_args(argv)
+    if args.profile:
+        return _profile(*args.profile)
     sizes = [10**3] if args.quick else IDIOM_SIZES
     repeats = 5 if args.quick else args.repeats
     before = load_average()
@@ -225,6 +234,28 @@ def main(argv: list[str] | None = None) -> int:
                 cells.append(f"{idiom / ours:.2f}x")
             if any(c != "—" for c in cells):
                 print(f"| {backend} | `{form}` | {idiom_text} | " + " | ".join(cells) + " |")
+    print(f"# {format_load(before, load_average())}")
+    return 0
+
+
+def _profile(backend: str, form: str, size: str, seconds: float = 0.5) -> int:
+    """Print cProfile's view of about ``seconds`` of one cell's warm arrayselect calls."""
+    import cProfile
+    import pstats
+    import time
+
+    from arrayselect._tools.bench_stats import format_load, load_average, machine
+
+    bench = Idioms()
+    bench.setup(backend, form, int(float(size)))
+    start = time.perf_counter()
+    bench.ours()
+    calls = max(10, int(seconds / max(time.perf_counter() - start, 1e-7)))
+    before = load_average()
+    profile = cProfile.Profile()
+    profile.runcall(lambda: [bench.ours() for _ in range(calls)])
+    print(f"# {machine().describe()}; {backend} `{form}` at {size} elements, {calls} warm calls")
+    pstats.Stats(profile).sort_stats("tottime").print_stats(12)
     print(f"# {format_load(before, load_average())}")
     return 0
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -29,23 +28,17 @@ from typing import Any
 import numpy as np
 
 import arrayselect as asel
-
-
-def _per_call_ns(fn: Callable[[], Any], calls: int) -> float:
-    start = time.thread_time_ns()
-    for _ in range(calls):
-        fn()
-    return (time.thread_time_ns() - start) / calls
+from arrayselect._tools.bench_stats import compare_interleaved
 
 
 def _medians(fns: dict[str, Callable[[], Any]], calls: int, repeats: int) -> dict[str, float]:
+    """Nanoseconds of the calling thread's CPU time per call, medians of interleaved
+    batches of ``calls``."""
     for fn in fns.values():  # warm every cache first
-        _per_call_ns(fn, 1000)
-    times: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            times[name].append(_per_call_ns(fn, calls))
-    return {name: round(statistics.median(values), 1) for name, values in times.items()}
+        for _ in range(1000):
+            fn()
+    seconds = compare_interleaved(list(fns.values()), repeats, number=calls, clock=time.thread_time)
+    return {name: round(s * 1e9, 1) for name, s in zip(fns, seconds, strict=True)}
 
 
 def _numpy_size(size: int, calls: int, repeats: int) -> dict[str, float]:

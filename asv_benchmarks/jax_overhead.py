@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 import platform
-import statistics
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -25,31 +23,23 @@ import jax.numpy as jnp
 from jax import lax
 
 import arrayselect as asel
-
-
-def _per_call(fn: Callable[[], Any], calls: int) -> float:
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn().block_until_ready()
-    return (time.perf_counter() - start) / calls
+from arrayselect._tools.bench_stats import compare_interleaved
 
 
 def compare(
     baseline: Callable[[], Any], candidate: Callable[[], Any], calls: int, repeats: int
 ) -> tuple[float, float, float]:
-    """Median per-call seconds of ``baseline`` and ``candidate``, and the median of the
-    per-round ratios baseline / candidate (above 1: arrayselect is faster)."""
+    """Median per-call seconds of ``baseline`` and ``candidate`` (batches of ``calls``,
+    interleaved), and their ratio baseline / candidate (above 1: arrayselect is faster)."""
     for _ in range(3):  # compile and warm up both
         baseline().block_until_ready()
         candidate().block_until_ready()
-    base_times, cand_times, ratios = [], [], []
-    for _ in range(repeats):
-        b = _per_call(baseline, calls)
-        c = _per_call(candidate, calls)
-        base_times.append(b)
-        cand_times.append(c)
-        ratios.append(b / c)
-    return statistics.median(base_times), statistics.median(cand_times), statistics.median(ratios)
+    b, c = compare_interleaved(
+        [lambda: baseline().block_until_ready(), lambda: candidate().block_until_ready()],
+        repeats,
+        number=calls,
+    )
+    return b, c, b / c
 
 
 def cases() -> list[tuple[str, Callable[[], Any], Callable[[], Any]]]:

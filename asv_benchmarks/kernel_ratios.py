@@ -57,7 +57,6 @@ from __future__ import annotations
 import argparse
 import functools
 import itertools
-import math
 import os
 import platform
 import statistics
@@ -72,50 +71,13 @@ from arrayselect.backends.shared import kernel as numpy_kernel
 from machine_state import load_average
 
 import arrayselect as asel
+from arrayselect._tools.bench_stats import compare_interleaved
 
 N7 = 10**7
 ROWS, COLS = 2500, 4000  # 10^7 output elements for the 2-D patterns
 
 
-def _median_time(
-    fn: Callable[[], Any], number: int, clock: Callable[[], float] = time.perf_counter
-) -> float:
-    start = clock()
-    for _ in range(number):
-        fn()
-    return (clock() - start) / number
-
-
 SAMPLE_SECONDS = 0.02
-
-
-def _batch_size(fn: Callable[[], Any]) -> int:
-    """Calls per timed batch so that a batch lasts about SAMPLE_SECONDS."""
-    fn()
-    one = _median_time(fn, 1)
-    return max(1, math.ceil(SAMPLE_SECONDS / max(one, 1e-9)))
-
-
-def compare_many(
-    fns: list[Callable[[], Any]],
-    repeats: int,
-    number: int | None = None,
-    clock: Callable[[], float] = time.perf_counter,
-) -> list[float]:
-    """Median seconds per call of each function, their batches measured in turn per repeat.
-
-    The order rotates from repeat to repeat.
-
-    ``number`` calls per batch for all; by default each function's batch is
-    sized to last about SAMPLE_SECONDS.
-    """
-    numbers = [number or _batch_size(fn) for fn in fns]
-    times: list[list[float]] = [[] for _ in fns]
-    for r in range(repeats):
-        for i in range(len(fns)):
-            k = (i + r) % len(fns)  # each function starts a repeat in turn: no place is favoured
-            times[k].append(_median_time(fns[k], numbers[k], clock))
-    return [statistics.median(t) for t in times]
 
 
 def compare(
@@ -125,22 +87,26 @@ def compare(
     number: int | None = None,
     clock: Callable[[], float] = time.perf_counter,
 ) -> tuple[float, float]:
-    """Median seconds per call of ``where`` and ``select``, batches measured alternately."""
-    tw, ts = compare_many([where, select], repeats, number, clock)
+    """Median seconds per call of ``where`` and ``select``, their batches interleaved."""
+    tw, ts = compare_interleaved(
+        [where, select], repeats, SAMPLE_SECONDS, number=number, clock=clock
+    )
     return tw, ts
 
 
 def compare_cold(
     where: Callable[[], Any], select: Callable[[], Any], repeats: int
 ) -> tuple[float, float]:
-    """Median seconds of single calls of ``where`` and ``select``, each after the other."""
+    """Median seconds of single calls of ``where`` and ``select``, each right after the
+    other: a fixed order, unlike :func:`compare_interleaved`'s, since "cold" here means
+    right after ``np.where`` has run on the same inputs."""
     where()
     select()
     tw: list[float] = []
     ts: list[float] = []
     for _ in range(repeats):
-        tw.append(_median_time(where, 1))
-        ts.append(_median_time(select, 1))
+        tw.append(compare_interleaved([where], 1, number=1)[0])
+        ts.append(compare_interleaved([select], 1, number=1)[0])
     return statistics.median(tw), statistics.median(ts)
 
 
@@ -149,7 +115,7 @@ def copy_bandwidth(repeats: int) -> tuple[float, float]:
     src = np.random.default_rng(1).random(N7, dtype=np.float32)
     dst = np.empty_like(src)
     np.copyto(dst, src)
-    one = statistics.median([_median_time(lambda: np.copyto(dst, src), 1) for _ in range(repeats)])
+    (one,) = compare_interleaved([lambda: np.copyto(dst, src)], repeats, number=1)
     cores = asel.get_num_threads()
     bounds = [N7 * i // cores for i in range(cores + 1)]
     parts = [(dst[a:b], src[a:b]) for a, b in itertools.pairwise(bounds)]
@@ -159,7 +125,7 @@ def copy_bandwidth(repeats: int) -> tuple[float, float]:
             list(pool.map(lambda p: np.copyto(*p), parts))
 
         threaded()
-        many = statistics.median([_median_time(threaded, 1) for _ in range(repeats)])
+        (many,) = compare_interleaved([threaded], repeats, number=1)
     nbytes = 2 * src.nbytes
     return nbytes / one, nbytes / many
 
@@ -212,7 +178,7 @@ def strided_rows(
             assert np.array_equal(np.asarray(jitted(*on_device)), expected)
             assert np.array_equal(asel.select(cv, av, bv), expected)
             fns.append(lambda j=jitted, d=on_device: j(*d).block_until_ready())
-        times = compare_many(fns, repeats)
+        times = compare_interleaved(fns, repeats)
         tw, ts = times[0], times[1]
         if jax is None:
             rows.append(
@@ -285,7 +251,7 @@ def floor_rows(
         # bytes per output element each side must move (a broadcast operand: ~0)
         moved = sum(x.itemsize * x.size / size for x in (c, a, b)) + s
         touched = sum(x.itemsize * x.size * _line_factor(x) / size for x in (c, a, b)) + s
-        t_copy, t_sel = compare_many(
+        t_copy, t_sel = compare_interleaved(
             [kernel_copy(src, dst), lambda c=c, a=a, b=b, out=out: asel.select(c, a, b, out=out)],
             repeats,
         )
@@ -330,7 +296,7 @@ def isa_rows(
             return asel.select(c, a, b)
 
         fns = [functools.partial(run, isa) for isa in info["usable"]]
-        times = compare_many(fns, repeats)
+        times = compare_interleaved(fns, repeats)
         numpy_kernel.set_isa(info["current"])
         base = times[0]
         for isa, t in zip(info["usable"][1:], times[1:], strict=True):

@@ -17,25 +17,22 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import time
 from collections.abc import Callable
 
 import numpy as np
 from arrayselect.backends.shared import kernel as numpy_kernel
 
 import arrayselect as asel
+from arrayselect._tools.bench_stats import compare_interleaved
 
 SIZES = [10**6, 2 * 10**6, 3 * 10**6, 4 * 10**6, 6 * 10**6, 10**7]
 NEVER = 1 << 62
 
 
 def _median_time(fn: Callable[[], object], repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    """Median seconds of ``repeats`` single calls."""
+    (seconds,) = compare_interleaved([fn], repeats, number=1)
+    return seconds
 
 
 def main() -> None:

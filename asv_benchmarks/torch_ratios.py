@@ -3,7 +3,8 @@
     python asv_benchmarks/torch_ratios.py [--repeats 21]
 
 Each case times ``arrayselect.select`` and ``torch.where`` on the same CPU
-tensors (float32, a random bool mask), alternately, ``--repeats`` times; each
+tensors (float32, a random bool mask), interleaved
+(:func:`arrayselect._tools.bench_stats.compare_interleaved`), ``--repeats`` times; each
 repeat times a batch of consecutive calls lasting about 20 ms and reports the
 time per call; the table shows the medians and the ratio, torch.where's time over
 select's (above 1: select is faster). The compiled case
@@ -36,8 +37,6 @@ from __future__ import annotations
 import argparse
 import functools
 import os
-import statistics
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -47,29 +46,15 @@ from arrayselect.backends.shared.kernel import kernel_select
 from arrayselect.backends.torch_backend.counting import CountingBackend
 
 import arrayselect as asel
-
-
-def _per_call(fn: Callable[[], Any], number: int) -> float:
-    start = time.perf_counter()
-    for _ in range(number):
-        fn()
-    return (time.perf_counter() - start) / number
+from arrayselect._tools.bench_stats import compare_interleaved
 
 
 def _interleaved(
     ours: Callable[[], Any], peer: Callable[[], Any], repeats: int
 ) -> tuple[float, float]:
-    ours(), peer()
-    start = time.perf_counter()
-    peer()
-    number = max(1, int(0.02 / max(time.perf_counter() - start, 1e-7)))
-    ours_times: list[float] = []
-    peer_times: list[float] = []
-    for i in range(repeats):  # alternate the order: both see the same machine noise
-        pair = [(ours, ours_times), (peer, peer_times)]
-        for fn, times in pair if i % 2 else pair[::-1]:
-            times.append(_per_call(fn, number))
-    return statistics.median(ours_times), statistics.median(peer_times)
+    """Per-call medians of batches of about 20 ms, interleaved."""
+    t_ours, t_peer = compare_interleaved([ours, peer], repeats)
+    return t_ours, t_peer
 
 
 def _alternating(
@@ -79,20 +64,8 @@ def _alternating(
     that mixes select with other torch ops does (each turn timed on its own).
     """
     ours(), peer()
-    rounds = 20
-    ours_times: list[float] = []
-    peer_times: list[float] = []
-    for _ in range(repeats):
-        spent = [0.0, 0.0]
-        for _ in range(rounds):
-            for k, fn in enumerate((ours, peer)):
-                start = time.perf_counter()
-                for _ in range(batch):
-                    fn()
-                spent[k] += time.perf_counter() - start
-        ours_times.append(spent[0] / (rounds * batch))
-        peer_times.append(spent[1] / (rounds * batch))
-    return statistics.median(ours_times), statistics.median(peer_times)
+    t_ours, t_peer = compare_interleaved([ours, peer], 20 * repeats, number=batch)
+    return t_ours, t_peer
 
 
 def _inputs(n: int) -> tuple[Any, Any, Any]:

@@ -286,3 +286,24 @@ def test_chart_labels_bars_marks_gaps_and_keeps_the_legend_off_the_data() -> Non
         import matplotlib.pyplot as plt
 
         plt.close(fig)
+
+
+def test_compare_interleaved_counts_its_calls_and_reads_the_given_clock() -> None:
+    """``number`` calls per batch and no call before them (a single call can be timed
+    cold); by default two calls first (warm-up, batch size); the clock is the one given."""
+    calls = {"a": 0, "b": 0}
+    ticks = iter(range(10**6))
+
+    def clock() -> float:
+        return float(next(ticks))
+
+    def count(name: str) -> None:
+        calls[name] += 1
+
+    fns = [lambda: count("a"), lambda: count("b")]
+    medians = _bench_stats.compare_interleaved(fns, 4, number=3, clock=clock)
+    assert calls == {"a": 12, "b": 12}
+    assert medians == [1 / 3, 1 / 3]  # each batch spans one tick of the fake clock
+    calls.update(a=0, b=0)
+    _bench_stats.compare_interleaved(fns, 4, sample_seconds=5.0, clock=clock)
+    assert calls == {"a": 2 + 4 * 5, "b": 2 + 4 * 5}  # one call takes one tick: 5 a batch

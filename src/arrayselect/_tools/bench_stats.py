@@ -179,30 +179,42 @@ def format_load(before: float | None, after: float | None) -> str:
 
 
 def compare_interleaved(
-    fns: Sequence[Callable[[], object]], repeats: int, sample_seconds: float = 0.02
+    fns: Sequence[Callable[[], object]],
+    repeats: int,
+    sample_seconds: float = 0.02,
+    *,
+    number: int | None = None,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> list[float]:
     """Median seconds per call of each function, their batches run in a new random
     order each repeat.
 
-    Each batch is as many consecutive calls as last about ``sample_seconds``. A fixed
-    order would make each function always follow the same one; one that leaves the
-    allocator in a state that taxes the next call's fresh output (NumPy's temporaries,
-    JAX's buffers) would then tax the same contender every repeat.
+    Each batch is ``number`` consecutive calls (with no call before them: a single
+    call may be timed cold), or by default as many as last about ``sample_seconds``
+    (each function is called twice first, to warm it and to size its batch). ``clock`` reads the time (``time.thread_time`` counts only the
+    calling thread's CPU time, which a busy machine's preemptions do not inflate; only
+    for calls that run on that thread). A fixed order would make each function always
+    follow the same one; one that leaves the allocator in a state that taxes the next
+    call's fresh output (NumPy's temporaries, JAX's buffers) would then tax the same
+    contender every repeat.
     """
     numbers = []
     for fn in fns:
+        if number is not None:  # as given: no call before the timed ones
+            numbers.append(number)
+            continue
         fn()
-        start = time.perf_counter()
+        start = clock()
         fn()
-        numbers.append(max(1, math.ceil(sample_seconds / max(time.perf_counter() - start, 1e-9))))
+        numbers.append(max(1, math.ceil(sample_seconds / max(clock() - start, 1e-9))))
     times: list[list[float]] = [[] for _ in fns]
     order = list(range(len(fns)))
     shuffle = random.Random(20261125).shuffle
     for _ in range(repeats):
         shuffle(order)
         for k in order:
-            start = time.perf_counter()
+            start = clock()
             for _ in range(numbers[k]):
                 fns[k]()
-            times[k].append((time.perf_counter() - start) / numbers[k])
+            times[k].append((clock() - start) / numbers[k])
     return [statistics.median(t) for t in times]

@@ -191,11 +191,12 @@ def compare_interleaved(
 
     Each batch is ``number`` consecutive calls (with no call before them: a single
     call may be timed cold), or by default as many as last about ``sample_seconds``
-    (each function is called twice first, to warm it and to size its batch). ``clock`` reads the time (``time.thread_time`` counts only the
-    calling thread's CPU time, which a busy machine's preemptions do not inflate; only
-    for calls that run on that thread). A fixed order would make each function always
-    follow the same one; one that leaves the allocator in a state that taxes the next
-    call's fresh output (NumPy's temporaries, JAX's buffers) would then tax the same
+    (each function is called twice first, to warm it and to size its batch).
+    ``clock`` reads the time: ``time.thread_time`` counts only the calling thread's
+    CPU time, which a busy machine's preemptions do not inflate (only for calls that
+    run on that thread). A fixed order would make each function always follow the
+    same one; one that leaves the allocator in a state that taxes the next call's
+    fresh output (NumPy's temporaries, JAX's buffers) would then tax the same
     contender every repeat.
     """
     numbers = []

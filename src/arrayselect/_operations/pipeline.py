@@ -114,6 +114,7 @@ class Checked(NamedTuple):
 
 
 def _select_n_check(backend: Backend, masks: Named, values: Named) -> None:
+    """``select_n``'s own rule: a boolean ``which`` picks between exactly two cases."""
     if backend.dtype_kind(masks[0][1].dtype) == "bool" and len(values) != 2:
         raise SelectValueError(
             f"which is boolean, so select_n takes exactly 2 cases (False picks cases[0], "

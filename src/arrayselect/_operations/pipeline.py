@@ -34,6 +34,7 @@ from arrayselect._rules.backend import Backend
 from arrayselect._rules.shapes import SelectPlan, Shape, broadcast_together
 from arrayselect._validation.checks import (
     PYTHON_SCALARS,
+    SCALAR_ZEROS,
     ScalarRange,
     check_devices,
     check_held_dtypes,
@@ -56,8 +57,6 @@ class Operation:
 
     Attributes
     ----------
-    name
-        The operation, as users call it.
     integer_masks
         What an integer mask means, in the error for a mask of another dtype;
         ``""`` where a mask must be boolean.
@@ -75,7 +74,6 @@ class Operation:
         The operation's own rule on its operands, run after the masks' dtypes.
     """
 
-    name: str
     integer_masks: str
     dtype_rule: Literal["same", "promote", "kinds"]
     broadcast: str = ""
@@ -122,26 +120,19 @@ def _select_n_check(backend: Backend, masks: Named, values: Named) -> None:
         )
 
 
-SELECT = Operation("select", "integers mean nonzero is true", "same")
+SELECT = Operation("integers mean nonzero is true", "same")
 SELECT_N = Operation(
-    "select_n",
     "an integer is the index of the case to take",
     "same",
     "select_n broadcasts which and the cases together",
     _select_n_check,
 )
 SELECT_CASES = Operation(
-    "select_cases",
     "integers mean nonzero is true",
     "promote",
     "select_cases broadcasts the conditions, choices and default",
 )
-APPLY_WHERE = Operation(
-    "apply_where", "", "kinds", "apply_where broadcasts cond, args and fill_value together"
-)
-
-# A Python scalar stands for its type in promotion (never its value: NEP 50).
-_ZEROS: dict[type, Any] = {bool: False, int: 0, float: 0.0, complex: 0j}
+APPLY_WHERE = Operation("", "kinds", "apply_where broadcasts cond, args and fill_value together")
 
 
 def check_operands(
@@ -211,7 +202,7 @@ def _promote(backend: Backend, masks: Named, values: Named, arrays: Named) -> An
     """The library's promotion of the values: ``select_cases``'s result dtype."""
     for name, x in arrays:
         value_kind(backend, name, x.dtype)
-    promoted: list[Any] = [_ZEROS.get(type(x), x) for _, x in values]
+    promoted: list[Any] = [SCALAR_ZEROS.get(type(x), x) for _, x in values]
     if not arrays:
         # Only Python scalars: the library's default dtype of the highest kind among
         # them (what np.select, jnp.select and torch give); the masks name the library,

@@ -47,6 +47,7 @@ from arrayselect._rules.backend import Backend
 from arrayselect._rules.shapes import broadcast_together
 from arrayselect._validation.checks import (
     PYTHON_SCALARS,
+    SCALAR_ZEROS,
     check_devices,
     scalar_fits_kind,
     value_kind,
@@ -88,7 +89,6 @@ _fast_paths = _registry.fast_paths
 _promotions = _PROMOTIONS.data  # read on every call
 _tracing_checks = _registry.tracing_checks
 _portable_forced = _settings.portable_forced
-_ZEROS: Final[dict[type, Any]] = {bool: False, int: 0, float: 0.0, complex: 0j}
 
 
 # Per array type: whether its arrays may carry a weak type (JAX), filled as types
@@ -235,10 +235,12 @@ def _no_promotion(x1: Any, x2: Any, array_type: Any, kinds: dict[Any, Any]) -> b
     if type(x1) is array_type:
         if type(x2) is array_type:
             return bool(x1.dtype == x2.dtype)
-        return type(x2) in _ZEROS and scalar_fits_kind(type(x2), kinds[array_type, x1.dtype])
+        return type(x2) in PYTHON_SCALARS and scalar_fits_kind(
+            type(x2), kinds[array_type, x1.dtype]
+        )
     return (
         type(x2) is array_type
-        and type(x1) in _ZEROS
+        and type(x1) in PYTHON_SCALARS
         and scalar_fits_kind(type(x1), kinds[array_type, x2.dtype])
     )
 
@@ -276,7 +278,7 @@ def _decide(key: Hashable | None, condition: Any, x1: Any, x2: Any) -> _Promotio
         # Promotion by type, never by value (the decision is cached by type): a
         # scalar is asked about as the zero of its type; its own value is checked
         # when the call runs.
-        dtype = backend.result_type(_ZEROS.get(type(x1), x1), _ZEROS.get(type(x2), x2))
+        dtype = backend.result_type(SCALAR_ZEROS.get(type(x1), x1), SCALAR_ZEROS.get(type(x2), x2))
     except Exception as exc:  # the library does not promote these
         described = [
             f"Python {type(x).__name__}" if type(x) in PYTHON_SCALARS else f"dtype {x.dtype}"

@@ -27,6 +27,7 @@ from arrayselect._rules.shapes import SelectPlan, Shape
 
 __all__ = [
     "PYTHON_SCALARS",
+    "SCALAR_ZEROS",
     "Decision",
     "ScalarRange",
     "check_devices",
@@ -47,6 +48,9 @@ __all__ = [
 PyScalar = bool | int | float | complex
 
 
+#: A Python scalar in promotion stands for its type, never its value (NEP 50): the
+#: zero of its type is what a library's ``result_type`` is asked about.
+SCALAR_ZEROS: Final[dict[type, Any]] = {bool: False, int: 0, float: 0.0, complex: 0j}
 _SCALAR_KIND: Final[dict[type, str]] = {
     bool: "bool",
     int: "int",

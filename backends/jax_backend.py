@@ -448,6 +448,7 @@ class JaxBackend(Backend):
         """The function a cached signature runs: the plan's compiled function, with a
         Python-scalar operand turned into a constant first.
         """
+        assert decision.plan is not None  # select's decisions hold their plan
         fn = self._plan_fn(decision.plan)
         if decision.dtype_mode:
             # Validated with 64-bit mode on: its dtypes may be ones JAX narrows once

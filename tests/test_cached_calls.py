@@ -13,6 +13,7 @@ more: each must give its reference.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -24,6 +25,7 @@ from xp_helpers import from_numpy, supports_out, to_numpy
 import arrayselect as asel
 from arrayselect._base import caches as _caches
 from arrayselect._dispatch import registry as _registry
+from arrayselect._validation.decision import Decision
 
 Call = Callable[[], Any]
 FLIPS = ["none", "dtype", "shape", "scalar type", "option", "out layout"]
@@ -99,3 +101,25 @@ def test_cached_calls_give_the_uncached_answer(xp: ModuleType, flip: str) -> Non
         assert got[:3] == [reference] * 3, (form, "warm")
         assert got[3:5] == [reference_flipped] * 2, (form, flip)
         assert got[5] == reference, (form, "back")
+
+
+def test_every_decision_cache_keeps_one_decision_type(xp: ModuleType) -> None:
+    """``select``'s signature caches, the family's memo and ``where``'s promotions all
+    keep :class:`arrayselect._validation.decision.Decision`, made by the operation's
+    validation: one type of decision, whichever call made it."""
+    _uncached()
+    for call in _forms(xp, "none").values():
+        assert call is not None
+        for _ in range(2):
+            # array_api_strict promotes no int8 with float32: nothing is decided then
+            with contextlib.suppress(asel.SelectError):
+                call()
+    kept: dict[str, list[Any]] = {}
+    for cache in list(_caches._instances):
+        if cache.name in ("memo.family_signatures", "where.promotions"):
+            kept[cache.name] = list(cache.data.values())
+        elif cache.name.endswith(".signatures"):  # SignatureCache: (decision, prepared, ...)
+            kept[cache.name] = [entry[0] for entry in cache.data.values()]
+    assert kept["memo.family_signatures"] and kept["where.promotions"]
+    for name, decisions in kept.items():
+        assert all(type(d) is Decision for d in decisions), name

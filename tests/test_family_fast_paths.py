@@ -335,7 +335,7 @@ def test_compiled_memo_lookup_gives_what_the_python_steps_give(xp: ModuleType) -
     kind, operands = next((k, o) for k, o in seen if compiled(k, o) not in (None, NotImplemented))
     memo = compiled(kind, operands)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setitem(_registry._backends, memo.where, object())
+        mp.setitem(_registry._backends, memo.registered_as, object())
         assert compiled(kind, operands) is None
         assert _family_memo.lookup(_family_memo.signature(kind, operands)) is None
 

@@ -175,6 +175,7 @@ class CupyBackend(NumpyDtypes, Backend):
         :meth:`execute` (``ElementwiseKernel``).
         """
         plan, dtype = decision.plan, decision.dtype
+        assert plan is not None  # select's decisions hold their plan
         execute = self.execute
 
         def general(cond: Any, then: Any, else_: Any, out: Any = None) -> Any:

@@ -92,6 +92,7 @@ class NumpyBackend(NumpyDtypes, Backend):
             then = self.scalar_array(then, decision.dtype, else_)
         if type(else_) is not np.ndarray:
             else_ = self.scalar_array(else_, decision.dtype, then)
+        assert decision.plan is not None  # select's decisions hold their plan
         return self.select(cond, then, else_, decision.plan, out)
 
     # -- the select family ---------------------------------------------------------

@@ -47,10 +47,11 @@ def _make_miss(backend: Any) -> Callable[..., Any]:
         served_by, decision, then_v, else_v = validate(
             cond, then, else_, auto_broadcast, axis, cb, out
         )
-        result = served_by.select(cond, then_v, else_v, decision.plan, out)
+        plan = decision.plan
+        assert plan is not None  # select's decisions hold their plan
+        result = served_by.select(cond, then_v, else_v, plan, out)
         # Conds of odd item sizes are converted by the backend: keep them on this path.
         if served_by is backend and cond.itemsize in (1, 2, 4, 8):
-            plan = decision.plan
             rng = decision.then_range or decision.else_range
             _k.remember(
                 cond, then, else_, auto_broadcast, axis, cb, out,

@@ -610,6 +610,7 @@ class TorchBackend(Backend):
         route of :meth:`_run`.
         """
         plan = decision.plan
+        assert plan is not None  # select's decisions hold their plan
         small = math.prod(plan.out_shape) < self.kernel_min_size  # type: ignore[arg-type]
         plain = decision.cond_bool and not decision.with_out and plan.aligned == (None,) * 3
         if small and plain and decision.dtype not in _WHERE_AS:

@@ -60,7 +60,8 @@ from arrayselect._operations.select import select_positional, validate
 from arrayselect._rules.backend import Backend, DtypeKind, OutLayout
 from arrayselect._rules.dtypes import NumpyDtypes
 from arrayselect._rules.shapes import SelectPlan, Shape, same_dim
-from arrayselect._validation.checks import Decision, check_out_layout
+from arrayselect._validation.checks import check_out_layout
+from arrayselect._validation.decision import Decision
 
 __all__ = [
     "Backend",

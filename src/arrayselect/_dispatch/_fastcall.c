@@ -399,14 +399,15 @@ static PyTypeObject SignatureCallType = {
  */
 static PyObject *s_dtype_mode;
 
-/* _family_memo._holding: 1 when the registry still serves memo's library by its
- * backend (backends[memo.where] is memo.backend) in its dtype mode
- * (memo.mode == backend.dtype_mode()), 0 when not, -1 on error. */
+/* memo._holding: 1 when the registry still serves the decision's library by its
+ * backend (backends[decision.registered_as] is decision.backend) in its dtype mode
+ * (decision.dtype_mode == backend.dtype_mode()), 0 when not, -1 on error. A
+ * Decision's first three fields are these (arrayselect._validation.decision). */
 static int
 memo_holds(PyObject *memo, PyObject *backends)
 {
     if (!PyTuple_Check(memo) || PyTuple_GET_SIZE(memo) < 3) {
-        PyErr_SetString(PyExc_TypeError, "family_find: a memo is a Memo tuple");
+        PyErr_SetString(PyExc_TypeError, "family_find: a memo is a Decision");
         return -1;
     }
     PyObject *backend = PyTuple_GET_ITEM(memo, 0), *serving;

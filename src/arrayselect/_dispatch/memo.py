@@ -36,14 +36,14 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any, Final, NamedTuple
+from typing import Any, Final
 
 from arrayselect._base import settings as _settings
 from arrayselect._base.caches import BoundedCache
 from arrayselect._dispatch import registry as _registry
 from arrayselect._rules.backend import Backend
-from arrayselect._rules.shapes import Shape
-from arrayselect._validation.checks import PYTHON_SCALARS, ScalarRange
+from arrayselect._validation.checks import PYTHON_SCALARS
+from arrayselect._validation.decision import Decision
 
 # The compiled memo lookup (find), or None in a build without a C compiler, where
 # signature() and lookup() do it in Python.
@@ -55,41 +55,12 @@ except ImportError:
 else:
     _family_find = family_find
 
-__all__ = ["Memo", "ScalarPlan", "clear", "find", "lookup", "one_device", "remember", "signature"]
+__all__ = ["clear", "find", "lookup", "one_device", "remember", "signature"]
 
 _CACHE_SIZE: Final = 1024
 
 
-class ScalarPlan(NamedTuple):
-    """How a Python scalar becomes an array of the result dtype."""
-
-    #: The type it is converted to first (a bool beside integers is 0 or 1), or ``None``.
-    lift: type | None
-    #: The range its value must be in.
-    rng: ScalarRange
-
-
-class Memo(NamedTuple):
-    """A validation decision for one signature."""
-
-    backend: Backend
-    #: The registry's key of ``backend``: the decision holds while it is still there.
-    where: tuple[str, bool]
-    #: ``backend.dtype_mode()`` when decided.
-    mode: Hashable
-    shape: Shape
-    #: The result dtype (``None`` for ``apply_where``: its functions' results decide).
-    dtype: Any
-    #: Per operand: ``None`` (an array passed as it is), ``True`` (an array cast to
-    #: ``dtype``; for ``apply_where``: broadcast to ``shape``) or a :class:`ScalarPlan`.
-    plans: tuple[Any, ...]
-    #: Positions of the operands whose devices the core compared (empty: none to compare).
-    devices: tuple[int, ...]
-    #: Position of the array a Python scalar is placed like (its device).
-    like: int
-
-
-_MEMOS = BoundedCache[Hashable, Memo]("memo.family_signatures", _CACHE_SIZE)
+_MEMOS = BoundedCache[Hashable, Decision]("memo.family_signatures", _CACHE_SIZE)
 _memos = _MEMOS.data  # read on every call (by the C lookup too)
 # Per array type and force_portable setting: the signature of an array by the backend
 # that serves it then (the native and the portable backend read different things: a
@@ -166,7 +137,7 @@ def _one(i: int) -> Callable[[Sequence[Any]], tuple[Any]]:
     return lambda operands: (operands[i],)
 
 
-def find(kind: str, operands: Sequence[Any]) -> Memo | None:
+def find(kind: str, operands: Sequence[Any]) -> Decision | None:
     """The decision kept for a call's signature if it still holds, else ``None``
     (:func:`lookup` of :func:`signature`, in one call).
 
@@ -198,7 +169,7 @@ def _tracing(checks: dict[type, Callable[[], bool]]) -> bool:
     return any(tracing() for tracing in checks.values())
 
 
-def lookup(key: Hashable | None) -> Memo | None:
+def lookup(key: Hashable | None) -> Decision | None:
     """The decision kept for ``key`` if it still holds, else ``None``."""
     if key is None:
         return None
@@ -209,15 +180,19 @@ def lookup(key: Hashable | None) -> Memo | None:
     return _holding(memo)
 
 
-def _holding(memo: Memo) -> Memo | None:
+def _holding(memo: Decision) -> Decision | None:
     """``memo`` while its backend still serves its library in its dtype mode, else ``None``."""
-    backend = memo.backend
-    if _registry._backends.get(memo.where) is not backend or memo.mode != backend.dtype_mode():
+    backend, key = memo.backend, memo.registered_as
+    if (
+        key is None
+        or _registry._backends.get(key) is not backend
+        or memo.dtype_mode != backend.dtype_mode()
+    ):
         return None
     return memo
 
 
-def one_device(memo: Memo, operands: Sequence[Any]) -> bool:
+def one_device(memo: Decision, operands: Sequence[Any]) -> bool:
     """Whether the operands the core compares are on one device (where known)."""
     device_of = memo.backend.device_of
     first: Hashable = None
@@ -248,22 +223,20 @@ def _devices_in_signature(backend: Backend) -> bool:
 
 def remember(
     kind: str | None,
-    backend: Backend,
+    decision: Decision,
     operands: Sequence[Any],
     values: Sequence[Any],
     compared: Sequence[Any],
-    shape: Shape,
-    dtype: Any,
-    plans: Sequence[Any],
-    like: Any,
 ) -> None:
-    """Keep what validation decided for a call of ``kind`` (``None``: not kept).
+    """Keep ``decision``, what validation decided for a call of ``kind`` (``None``: not
+    kept) on ``operands``.
 
-    ``values`` are the operands that make the result (cases, choices, default),
-    and ``dtype`` the result dtype (``None``: not decided by validation);
-    ``compared`` the arrays whose devices the core compared; ``like`` the array
-    Python scalars are placed like.
+    ``values`` are the operands that make the result (cases, choices, default), and
+    ``compared`` the arrays whose devices the core compared. The decision is kept
+    with its backend's registry key and, where the backend's signature does not
+    hold devices, the positions of the operands whose devices are compared again.
     """
+    backend, dtype = decision.backend, decision.dtype
     if kind is None or backend.tracing():
         return  # a tracing compiler follows this call: the core keeps no memo (Backend.tracing)
     if dtype is not None and all(type(x) in PYTHON_SCALARS or x.dtype != dtype for x in values):
@@ -280,7 +253,6 @@ def remember(
         if _devices_in_signature(backend)
         else tuple(i for i, x in enumerate(operands) if id(x) in ids)
     )
-    like_at = next(i for i, x in enumerate(operands) if x is like)
     portable = _settings.portable_forced()
     spec = backend.signature
     for x in arrays:
@@ -291,10 +263,7 @@ def remember(
     key = signature(kind, operands)
     if key is None:
         return
-    _MEMOS.put(
-        key,
-        Memo(backend, where, backend.dtype_mode(), shape, dtype, tuple(plans), devices, like_at),
-    )
+    _MEMOS.put(key, decision._replace(registered_as=where, devices=devices))
 
 
 def clear() -> None:

@@ -34,6 +34,7 @@ from arrayselect._validation.checks import (
     scalar_range,
     value_kind,
 )
+from arrayselect._validation.decision import Decision, ScalarPlan
 
 __all__ = ["apply_where", "select_cases", "select_n"]
 
@@ -99,16 +100,25 @@ def select_n(which: Any, *cases: Any, out: Any = None) -> Any:
     backend, named, dtype, ranges, values, shape, _ = check_operands(
         SELECT_N, [("which", which)], named_cases, out
     )
-    arrays = [x for x, rng in zip(cases, ranges, strict=True) if rng is None]
-    like = arrays[0] if arrays else which
-    make = backend.scalar_array if arrays else backend.default_scalar_array
+    like = next((i + 1 for i, rng in enumerate(ranges) if rng is None), 0)
+    make = backend.scalar_array if like else backend.default_scalar_array
     ready = tuple(
-        x if rng is None else make(x, dtype, like) for x, rng in zip(values, ranges, strict=True)
+        x if rng is None else make(x, dtype, (which, *cases)[like])
+        for x, rng in zip(values, ranges, strict=True)
     )
-    compared = [x for _, x in named]
     operands = (which, *cases) if out is None else (which, *cases, out)
+    decision = Decision(
+        backend=backend,
+        registered_as=None,
+        dtype_mode=backend.dtype_mode(),
+        dtype=dtype,
+        shape=shape,
+        operands=tuple(None if rng is None else ScalarPlan(None, rng) for rng in ranges),
+        with_out=out is not None,
+        like=like,
+    )
     kind = "select_n" if out is None else "select_n out"
-    _memo.remember(kind, backend, operands, cases, compared, shape, dtype, ranges, like)
+    _memo.remember(kind, decision, operands, cases, [x for _, x in named])
     return _run_select_n(backend, which, ready, shape, out)
 
 
@@ -122,22 +132,25 @@ def _run_select_n(
     return own(which, cases, shape, out)
 
 
-def _select_n_decided(memo: _memo.Memo, which: Any, cases: tuple[Any, ...], out: Any) -> Any:
+def _select_n_decided(memo: Decision, which: Any, cases: tuple[Any, ...], out: Any) -> Any:
     """``select_n`` for a call whose signature validation has passed before."""
-    if any(memo.plans):  # Python scalars: their values are checked as validation does
+    if any(memo.operands):  # Python scalars: their values are checked as validation does
         named = [(f"cases[{i}]", x) for i, x in enumerate(cases)]
-        values = checked_scalars(named, memo.dtype, list(memo.plans))
+        ranges = memo.ranges
+        values = checked_scalars(named, memo.dtype, ranges)
         like = (which, *cases)[memo.like]
         make = memo.backend.scalar_array
         cases = tuple(
             x if rng is None else make(x, memo.dtype, like)
-            for x, rng in zip(values, memo.plans, strict=True)
+            for x, rng in zip(values, ranges, strict=True)
         )
     # inline, not _run_select_n: one Python frame less on the warm path
+    shape = memo.shape
+    assert shape is not None  # the family's decisions hold their output shape
     own = memo.backend.select_n
     if own is None:
-        return _generic.select_n(memo.backend, which, cases, memo.shape, out)
-    return own(which, cases, memo.shape, out)
+        return _generic.select_n(memo.backend, which, cases, shape, out)
+    return own(which, cases, shape, out)
 
 
 def select_cases(condlist: Any, choicelist: Any, default: Any = 0, /) -> Any:
@@ -209,29 +222,31 @@ def select_cases(condlist: Any, choicelist: Any, default: Any = 0, /) -> Any:
         if type(x) in PYTHON_SCALARS:
             lift = None if scalar_fits_kind(type(x), kind) else _LIFT[kind]
             # a bool beside integers is 0 or 1, as in np.select
-            plans.append(
-                _memo.ScalarPlan(lift, scalar_range(backend, lift or type(x), dtype, kind))
-            )
+            plans.append(ScalarPlan(lift, scalar_range(backend, lift or type(x), dtype, kind)))
         else:
             plans.append(x.dtype != dtype)
-    like_at = next(i for i, x in enumerate(operands) if x is like)
-    decided = _memo.Memo(backend, ("", False), None, shape, dtype, tuple(plans), (), like_at)
-    compared = [x for _, x in named]
-    values_at = operands[len(conds) :]
-    _memo.remember(
-        "select_cases", backend, operands, values_at, compared, shape, dtype, plans, like
+    decided = Decision(
+        backend=backend,
+        registered_as=None,
+        dtype_mode=backend.dtype_mode(),
+        dtype=dtype,
+        shape=shape,
+        operands=tuple(plans),
+        like=next(i for i, x in enumerate(operands) if x is like),
     )
+    values_at = operands[len(conds) :]
+    _memo.remember("select_cases", decided, operands, values_at, [x for _, x in named])
     return _select_cases_decided(decided, operands, len(conds))
 
 
-def _select_cases_decided(memo: _memo.Memo, operands: tuple[Any, ...], n: int) -> Any:
+def _select_cases_decided(memo: Decision, operands: tuple[Any, ...], n: int) -> Any:
     """``select_cases`` for validated operands (conditions, choices, default), as ``memo``
     says: arrays of another dtype cast, Python scalars checked and made arrays.
     """
     backend, dtype = memo.backend, memo.dtype
     ready = list(operands)
     for i in range(n, len(operands)):
-        plan = memo.plans[i]
+        plan = memo.operands[i]
         if plan is True:
             ready[i] = backend.astype(operands[i], dtype)
         elif plan:
@@ -240,10 +255,12 @@ def _select_cases_decided(memo: _memo.Memo, operands: tuple[Any, ...], n: int) -
             x = check_scalar(plan.rng, name, x, dtype, "the result")
             ready[i] = backend.scalar_array(x, dtype, operands[memo.like])
     conds, choices, default = tuple(ready[:n]), tuple(ready[n:-1]), ready[-1]
+    shape = memo.shape
+    assert shape is not None  # the family's decisions hold their output shape
     own = backend.select_cases
     if own is None:
-        return _generic.select_cases(backend, conds, choices, default, memo.shape)
-    return own(conds, choices, default, memo.shape)
+        return _generic.select_cases(backend, conds, choices, default, shape)
+    return own(conds, choices, default, shape)
 
 
 def apply_where(
@@ -318,11 +335,12 @@ def apply_where(
     if memo is None or (memo.devices and not _memo.one_device(memo, operands)):
         memo = _validate_apply_where(kind, operands, tupled, filled)
     backend = memo.backend
-    if any(memo.plans):  # operands of another shape: broadcast to the output's
+    if any(memo.operands):  # operands of another shape: broadcast to the output's
         shape = memo.shape
+        assert shape is not None  # the family's decisions hold their output shape
         cond, *broadcast = (
             backend.broadcast_to(x, shape) if plan else x
-            for x, plan in zip(operands, memo.plans, strict=True)
+            for x, plan in zip(operands, memo.operands, strict=True)
         )
         ready = tuple(broadcast[: len(ready)])
         if filled:
@@ -347,7 +365,7 @@ _APPLY_KINDS: Final = {
 
 def _validate_apply_where(
     kind: str, operands: tuple[Any, ...], tupled: bool, filled: bool
-) -> _memo.Memo:
+) -> Decision:
     """Validate the operands of an ``apply_where`` call (``cond``, the arguments, and
     ``fill_value`` when ``filled``); what was decided, kept for the call's signature.
 
@@ -365,10 +383,18 @@ def _validate_apply_where(
     )
     # Broadcasting costs microseconds a call even to the same shape, which small
     # calls notice: only operands of another shape are.
-    plans = [type(x) not in PYTHON_SCALARS and backend.shape(x) != shape for x in operands]
-    compared = [x for _, x in named]
-    _memo.remember(kind, backend, operands, (), compared, shape, None, plans, operands[0])
-    return _memo.Memo(backend, ("", False), None, shape, None, tuple(plans), (), 0)
+    decided = Decision(
+        backend=backend,
+        registered_as=None,
+        dtype_mode=backend.dtype_mode(),
+        dtype=None,
+        shape=shape,
+        operands=tuple(
+            type(x) not in PYTHON_SCALARS and backend.shape(x) != shape for x in operands
+        ),
+    )
+    _memo.remember(kind, decided, operands, (), [x for _, x in named])
+    return decided
 
 
 def _checked(name: str, f: Callable[..., Any], backend: Backend) -> Callable[..., Any]:

@@ -6,7 +6,7 @@ call with a given *signature* (the exact types, shapes and dtypes of the
 operands or the types of Python scalars, the options, ``out``'s shape and
 dtype) runs the core's full validation (:func:`arrayselect._operations.select.validate`),
 which raises exactly the errors of the general path; when it passes, the
-backend runs the call and the :class:`~arrayselect._validation.checks.Decision` is kept.
+backend runs the call and the :class:`~arrayselect._validation.decision.Decision` is kept.
 Later calls with that signature re-check only what the signature does not fix,
 with the core's own checks or data the core derived:
 
@@ -33,7 +33,8 @@ from arrayselect._dispatch.fastcall_py import SignatureCall as _PySignatureCall
 from arrayselect._dispatch.registry import FastPath
 from arrayselect._operations.select import select_positional, validate
 from arrayselect._rules.backend import Backend
-from arrayselect._validation.checks import Decision, check_devices, check_out_layout
+from arrayselect._validation.checks import check_devices, check_out_layout
+from arrayselect._validation.decision import Decision
 
 try:
     from arrayselect._dispatch._fastcall import SignatureCall
@@ -208,6 +209,7 @@ class SignatureCache:
         backend, decision, then_v, else_v = validate(
             cond, then, else_, auto_broadcast, axis, cond_broadcast, out
         )
+        assert decision.plan is not None  # select's decisions hold their plan
         result = backend.select(cond, then_v, else_v, decision.plan, out)
         if backend is self.backend:
             prepared = decision if self.prepare is None else self.prepare(decision)

@@ -9,7 +9,8 @@ from arrayselect._dispatch.registry import resolve
 from arrayselect._operations.pipeline import SELECT, check_operands
 from arrayselect._rules.backend import Backend
 from arrayselect._rules.shapes import SelectPlan, check_options, make_plan
-from arrayselect._validation.checks import Decision, ScalarRange
+from arrayselect._validation.checks import ScalarRange
+from arrayselect._validation.decision import Decision, ScalarPlan
 
 __all__ = ["Validated", "backend_for", "select", "select_general", "validate"]
 
@@ -158,14 +159,20 @@ def validate(
         then = backend.scalar_array(then_value, dtype, else_)
     elif else_range is not None:
         else_ = backend.scalar_array(else_value, dtype, then)
+    shapes = cast(SelectPlan, checked.plan)
     decision = Decision(
-        cast(SelectPlan, checked.plan),
-        dtype,
-        then_range,
-        else_range,
+        backend=backend,
+        registered_as=None,
+        dtype_mode=backend.dtype_mode(),
+        dtype=dtype,
+        shape=shapes.out_shape,
+        operands=(
+            None if then_range is None else ScalarPlan(None, then_range),
+            None if else_range is None else ScalarPlan(None, else_range),
+        ),
+        plan=shapes,
         cond_bool=backend.dtype_kind(cond.dtype) == "bool",
         with_out=out is not None,
-        dtype_mode=backend.dtype_mode(),
     )
     return Validated(backend, decision, then, else_)
 
@@ -211,6 +218,7 @@ def select_positional(
     backend, decision, then, else_ = validate(
         cond, then, else_, auto_broadcast, axis, cond_broadcast, out
     )
+    assert decision.plan is not None  # select's decisions hold their plan
     return backend.select(cond, then, else_, decision.plan, out)
 
 

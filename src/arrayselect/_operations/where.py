@@ -30,7 +30,7 @@ name ``where``'s arguments.
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import Any, Final, NamedTuple, cast
+from typing import Any, Final, cast
 
 from arrayselect._base import settings as _settings
 from arrayselect._base.caches import BoundedCache
@@ -52,36 +52,22 @@ from arrayselect._validation.checks import (
     scalar_fits_kind,
     value_kind,
 )
+from arrayselect._validation.decision import Decision, ScalarPlan
 
 __all__ = ["where"]
 
 _NAMES: Final = ("condition", "x1", "x2")
 
 
-class _Promotion(NamedTuple):
-    """What ``where`` does with operands of one kind, decided once per kind.
-
-    ``backend`` casts; ``dtype`` is the result dtype; per operand, ``cast`` says
-    it is an array of another dtype (cast once), ``lift`` that it is a Python
-    scalar of a lower kind than the result's (a bool beside a numeric array, or
-    the lower of two scalars): passed on as the number it equals, the kind
-    ``select`` takes there. Python scalars go to ``select``
-    as they are: it converts them as the library does and checks their range; a
-    value out of range is converted by the library instead, as the library's own
-    ``where`` would (``inf`` for a float too large for float16, say).
-    """
-
-    backend: Backend
-    dtype: Any
-    cast1: bool
-    cast2: bool
-    lift1: bool
-    lift2: bool
-    #: The backend's dtype mode when decided (JAX promotes to 32 bits without x64).
-    dtype_mode: Hashable = None
-
-
-_PROMOTIONS = BoundedCache[Hashable, _Promotion]("where.promotions", 1024)
+# What where does with operands of one kind, decided once per kind: a Decision whose
+# ``operands`` say, per value, ``True`` (an array of another dtype: cast once), a
+# ScalarPlan (a Python scalar of a lower kind than the result's, a bool beside a
+# numeric array or the lower of two scalars: lifted to the number it equals, the kind
+# select takes there) or ``None``. Python scalars go to select as they are: it
+# converts them as the library does and checks their range; a value out of range is
+# converted by the library instead, as the library's own where would (inf for a float
+# too large for float16, say).
+_PROMOTIONS = BoundedCache[Hashable, Decision]("where.promotions", 1024)
 # The kind of each (array type, dtype) a decided call has shown: what where's fast
 # route reads to know that no promotion is to be done.
 _KINDS = BoundedCache[tuple[type, Any], Any]("where.kinds", 256)
@@ -183,7 +169,7 @@ def where(condition: Any, x1: Any, x2: Any, /) -> Any:
     if tracing is not None and tracing():
         # A compiler traces: no memo (the trace would be guarded on what it read).
         key: Hashable | None = None
-        promotion: _Promotion | None = None
+        promotion: Decision | None = None
     else:
         try:
             key = (
@@ -202,15 +188,15 @@ def where(condition: Any, x1: Any, x2: Any, /) -> Any:
         promotion.dtype_mode is not None and promotion.dtype_mode != promotion.backend.dtype_mode()
     ):
         promotion = _decide(key, condition, x1, x2)
-    backend, dtype, cast1, cast2, lift1, lift2, _ = promotion
-    if cast1:
+    backend, dtype, (plan1, plan2) = promotion.backend, promotion.dtype, promotion.operands
+    if plan1 is True:
         x1 = backend.astype(x1, dtype)
-    elif lift1:
-        x1 = _lift(x1, x2)
-    if cast2:
+    elif plan1 is not None:
+        x1 = plan1.lift(x1)
+    if plan2 is True:
         x2 = backend.astype(x2, dtype)
-    elif lift2:
-        x2 = _lift(x2, x1)
+    elif plan2 is not None:
+        x2 = plan2.lift(x2)
     try:
         return select(condition, x1, x2, cond_broadcast="multidirectional")
     except ScalarOverflowError:
@@ -245,7 +231,7 @@ def _no_promotion(x1: Any, x2: Any, array_type: Any, kinds: dict[Any, Any]) -> b
     )
 
 
-def _decide(key: Hashable | None, condition: Any, x1: Any, x2: Any) -> _Promotion:
+def _decide(key: Hashable | None, condition: Any, x1: Any, x2: Any) -> Decision:
     """Check what ``where`` requires and decide the promotion with the library's own
     ``result_type``; remember it for operands of the same kind.
     """
@@ -264,15 +250,12 @@ def _decide(key: Hashable | None, condition: Any, x1: Any, x2: Any) -> _Promotio
         # give the library's default dtype of the higher kind (bool < int < float <
         # complex), which select gives two scalars of that kind.
         higher = max(type(x1), type(x2), key=PYTHON_SCALARS.index)
-        dtype = backend.default_dtype(higher, condition)
-        return _Promotion(
+        lift = ScalarPlan(higher, None)  # 1 beside 2.5 is 1.0
+        return _decided(
             backend,
-            dtype,
-            False,
-            False,
-            type(x1) is not higher,
-            type(x2) is not higher,
-            backend.dtype_mode(),
+            backend.default_dtype(higher, condition),
+            None if type(x1) is higher else lift,
+            None if type(x2) is higher else lift,
         )
     try:
         # Promotion by type, never by value (the decision is cached by type): a
@@ -292,15 +275,13 @@ def _decide(key: Hashable | None, condition: Any, x1: Any, x2: Any) -> _Promotio
         if type(x) not in PYTHON_SCALARS:
             value_kind(backend, name, x.dtype)
     result_kind = value_kind(backend, "the result", dtype)
-    promotion = _Promotion(
-        backend,
-        dtype,
-        not scalar1 and x1.dtype != dtype,
-        not scalar2 and x2.dtype != dtype,
-        scalar1 and not scalar_fits_kind(type(x1), result_kind),
-        scalar2 and not scalar_fits_kind(type(x2), result_kind),
-        backend.dtype_mode(),
-    )
+    plans: list[ScalarPlan | bool | None] = []
+    for x, scalar in ((x1, scalar1), (x2, scalar2)):
+        if scalar:
+            plans.append(None if scalar_fits_kind(type(x), result_kind) else _LIFT_TO_INT)
+        else:
+            plans.append(True if x.dtype != dtype else None)
+    promotion = _decided(backend, dtype, *plans)
     if key is not None:
         # No lock (tracing compilers follow plain dictionary operations): a lost
         # race only costs deciding again. Trimmed after inserting, so that each
@@ -312,13 +293,22 @@ def _decide(key: Hashable | None, condition: Any, x1: Any, x2: Any) -> _Promotio
     return promotion
 
 
-def _lift(value: Any, other: Any) -> Any:
-    """A Python scalar taken to the kind it must have: the other scalar's type when
-    both are scalars (1 beside 2.5 is 1.0), else int (a bool beside a numeric array).
-    """
-    if type(other) in PYTHON_SCALARS:
-        return type(other)(value)
-    return int(value)
+# A Python scalar of a kind the result's dtype does not take beside an array (a bool
+# beside a numeric array) is passed on as the int it equals.
+_LIFT_TO_INT: Final = ScalarPlan(int, None)
+
+
+def _decided(backend: Backend, dtype: Any, plan1: Any, plan2: Any) -> Decision:
+    """``where``'s decision: the result ``dtype``, and what is done to ``x1`` and ``x2``."""
+    return Decision(
+        backend=backend,
+        registered_as=None,
+        # JAX promotes to 32 bits without x64: a decision holds in its mode only
+        dtype_mode=backend.dtype_mode(),
+        dtype=dtype,
+        shape=None,
+        operands=(plan1, plan2),
+    )
 
 
 def _explain(condition: Any, x1: Any, x2: Any, *, shapes: bool) -> None:

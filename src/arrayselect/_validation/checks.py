@@ -23,12 +23,11 @@ from arrayselect._base.errors import (
     SelectValueError,
 )
 from arrayselect._rules.backend import PYTHON_SCALARS, Backend, DtypeKind
-from arrayselect._rules.shapes import SelectPlan, Shape
+from arrayselect._rules.shapes import Shape
 
 __all__ = [
     "PYTHON_SCALARS",
     "SCALAR_ZEROS",
-    "Decision",
     "ScalarRange",
     "check_devices",
     "check_held_dtypes",
@@ -312,39 +311,6 @@ def _fill_range(backend: Backend, scalar_type: type, dtype: Any) -> ScalarRange 
     if kind is None or not scalar_fits_kind(scalar_type, kind):
         return None
     return scalar_range(backend, scalar_type, dtype, kind)
-
-
-@dataclass(frozen=True, slots=True)
-class Decision:
-    """What validation decided for one call signature; fast paths cache it.
-
-    Attributes
-    ----------
-    plan
-        The output shape and where each input's dimensions go.
-    dtype
-        The output dtype.
-    then_range, else_range
-        For an operand that is a Python scalar, the range its value must lie
-        in (re-checked on every call, since the value is not part of the
-        signature); ``None`` for an array operand.
-    cond_bool
-        Whether ``cond`` is boolean (else integer: nonzero is true).
-    with_out
-        Whether the call writes into ``out``.
-    dtype_mode
-        The backend's :meth:`~arrayselect.plugin.Backend.dtype_mode` when the
-        call was validated: which dtypes the library held as they are then. A
-        fast path reuses the decision only while the mode is the same.
-    """
-
-    plan: SelectPlan
-    dtype: Any
-    then_range: ScalarRange | None = None
-    else_range: ScalarRange | None = None
-    cond_bool: bool = True
-    with_out: bool = False
-    dtype_mode: Hashable = None
 
 
 def values_dtype(

@@ -167,6 +167,41 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "runtimes": ("test_conformance_runtimes.py",),
 }  # fmt: skip
 _GROUP_OF = {module: group for group, modules in GROUPS.items() for module in modules}
+
+#: What a module's tests also check, across groups: the matrix jobs select tests by
+#: these markers and their groups (``-m``), never by file names.
+ASPECTS: dict[str, tuple[str, ...]] = {
+    # the dependencies' versions decide the outcome (their promotion, dtypes, eager and
+    # compiled calls, JAX's 64-bit mode, Dask's graphs, the sdist and plugin builds):
+    # the deps-* jobs
+    "versions": (
+        "test_where.py", "test_select_family.py", "test_mixed_libraries.py",
+        "test_torch_backend.py", "test_jax_transforms.py", "test_dask_lazy.py",
+        "test_registry.py", "test_dtypes.py", "test_no_kernel.py", "test_packaging.py",
+    ),
+    # the CPU, its byte order and the C ABI decide the outcome (the kernel's loops, bit
+    # copies, shapes, scalar ranges): the qemu-* jobs
+    "platform": (
+        "test_numpy_kernel.py", "test_numpy_kernel_cpu.py", "test_numpy_kernel_family.py",
+        "test_numpy_kernel_harness.py", "test_numpy_kernel_pool.py", "test_kernel_stream.py",
+        "test_kernel_strided.py", "test_where.py", "test_select_family.py",
+        "test_family_fast_paths.py", "test_family_without_mask_indexing.py",
+        "test_layout.py", "test_dtypes.py", "test_bad_input.py", "test_plan_dims.py",
+        "test_fuzz.py", "test_no_kernel.py", "test_errors.py", "test_extreme.py",
+        "test_properties.py", "test_signature_cache.py",
+    ),
+    # threads share the caches, the kernel's pool and the output pool: the
+    # freethreaded job
+    "threads": (
+        "test_free_threading.py", "test_numpy_kernel.py", "test_numpy_kernel_family.py",
+        "test_numpy_kernel_pool.py", "test_signature_cache.py", "test_concurrency.py",
+        "test_where.py", "test_select_family.py", "test_layout.py", "test_bad_input.py",
+    ),
+}  # fmt: skip
+_ASPECTS_OF: dict[str, list[str]] = {}
+for _aspect, _modules in ASPECTS.items():
+    for _module in _modules:
+        _ASPECTS_OF.setdefault(_module, []).append(_aspect)
 _HERE = Path(__file__).resolve().parent
 # This suite's own modules, not pytester's copies of this file beside test files of
 # their own (tests/test_xp_markers.py).
@@ -174,16 +209,21 @@ _SUITE = (_HERE.parent / "pyproject.toml").is_file()
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
-    """Mark each test of this suite with its module's group (before ``-m`` selects)."""
+    """Mark each test of this suite with its module's group and aspects (before ``-m``
+    selects)."""
     group = _GROUP_OF.get(item.path.name)
     if group is not None and _SUITE and item.path.parent == _HERE:
         item.add_marker(group)
+        for aspect in _ASPECTS_OF.get(item.path.name, ()):
+            item.add_marker(aspect)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Refuse the session when a test module has no group, or a backend marker is
     malformed or would skip nothing."""
     problems: dict[str, None] = {}  # one line per test function, not per parameter
+    for module in _ASPECTS_OF.keys() - _GROUP_OF.keys():
+        problems[f"{module}: in ASPECTS of tests/conftest.py but in no group"] = None
     for item in items:
         if _SUITE and item.path.parent == _HERE and item.path.name not in _GROUP_OF:
             problems[f"{item.path.name}: in no group of tests/conftest.py's GROUPS"] = None

@@ -7,7 +7,8 @@ checked with fake jobs and a fake apt-get:
 * a job that ran no test is never shown as passed;
 * jobs of one group never run at once;
 * only the setup step installs system packages: it updates apt's lists once, retries a
-  failed apt-get with its own output shown, and fails on CI; no job script calls apt-get.
+  failed apt-get with its own output shown, and fails on CI; no job script calls apt-get;
+* jobs select tests by marker, never by file name.
 """
 
 from __future__ import annotations
@@ -143,6 +144,19 @@ def test_no_job_script_installs_system_packages() -> None:
             line for line in script.read_text().splitlines() if not line.lstrip().startswith("#")
         )
         assert not re.search(r"\bapt(-get)?\b|\bdpkg -i\b", text), script.name
+
+
+def test_jobs_select_tests_by_marker_never_by_file() -> None:
+    """Every job but the main one (the whole suite) runs ``tests`` with a marker
+    expression (tests/conftest.py: GROUPS and ASPECTS), so a new module joins the jobs
+    its markers name; no job names a test file."""
+    for script in CI.glob("job_*.sh"):
+        text = "\n".join(
+            line for line in script.read_text().splitlines() if not line.lstrip().startswith("#")
+        )
+        assert not re.search(r"tests/test_\w*", text), script.name
+        if "pytest" in text and script.name != "job_main.sh":  # main: the whole suite
+            assert re.search(r"\btests -m ", text), script.name
 
 
 def _fake_apt(tmp_path: Path, fail_first: int) -> tuple[Path, Path]:

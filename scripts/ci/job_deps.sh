@@ -75,17 +75,20 @@ echo "job_deps $SET: $versions"
 # newest only: which torch design runs (show_runtime's line), so the log says it
 [ "$SET" = oldest ] || "$VENV/bin/python" -c "import torch, arrayselect; arrayselect.show_runtime()" \
   | grep "torch backend:" || true
-# The default selection: the tests whose outcome depends on the libraries' versions (their
-# promotion, dtypes, eager and compiled calls, JAX's 64-bit mode, torch's kernels, Dask's
-# graphs, the sdist and plugin builds) - not the NumPy kernel's own tests, the docs, the
-# examples or the benchmarks, which the main run has (CI's time: docs/platforms.md).
-DEFAULT_TESTS="tests/test_where.py tests/test_select_family.py tests/test_mixed_libraries.py \
-tests/test_torch_backend.py tests/test_jax_transforms.py tests/test_dask_lazy.py \
-tests/test_registry.py tests/test_dtypes.py tests/test_no_kernel.py tests/test_packaging.py"
+# The default selection, by marker (tests/conftest.py: ASPECTS): the tests whose outcome
+# the libraries' versions decide (their promotion, dtypes, eager and compiled calls, JAX's
+# 64-bit mode, torch's kernels, Dask's graphs, the sdist and plugin builds) - not the
+# NumPy kernel's own tests, the docs, the examples or the benchmarks, which the main run
+# has (CI's time: docs/platforms.md).
+marks="versions"
 # newest only: the rest of the torch tests (issue 26: CI runs them on the newest torch, with
 # the recent-call design this torch verifies; the oldest set has not been run with them)
-[ "$SET" = oldest ] || DEFAULT_TESTS+=" tests/test_torch_differential.py tests/test_torch_fork.py"
-read -r -a args <<< "${ARRAYSELECT_DEPS_PYTEST_ARGS:-$DEFAULT_TESTS}"
+[ "$SET" = oldest ] || marks="versions or torch"
+if [ -n "${ARRAYSELECT_DEPS_PYTEST_ARGS:-}" ]; then
+  read -r -a args <<< "$ARRAYSELECT_DEPS_PYTEST_ARGS"
+else
+  args=(tests -m "$marks")
+fi
 set +e
 "$VENV/bin/python" -m pytest -q -p no:cacheprovider --junitxml="$JUNIT" "${args[@]}"
 status=$?

@@ -78,14 +78,13 @@ print("GIL off after importing arrayselect:", sys.version)
 ')
 
 junit="$work/junit.xml"
-# The NumPy parts of the suite (the other libraries have no free-threaded wheels here)
-# and the stress test. Run from the copy, against the installed package.
+# The tests marked "threads" (tests/conftest.py: ASPECTS; the stress test among them), on
+# NumPy: the other libraries have no free-threaded wheels here. Run from the copy,
+# against the installed package.
 set +e
 (cd "$work" && PYTHONPATH= "$venv/bin/python" -m pytest -q -p no:cacheprovider \
   -o addopts="" --junitxml="$junit" -k "numpy or free_threading or not (jax or torch or dask or cupy or strict)" \
-  tests/test_free_threading.py tests/test_numpy_kernel.py tests/test_numpy_kernel_family.py \
-  tests/test_numpy_kernel_pool.py tests/test_signature_cache.py tests/test_concurrency.py \
-  tests/test_where.py tests/test_select_family.py tests/test_layout.py tests/test_bad_input.py)
+  tests -m threads)
 status=$?
 set -e
 # Throughput of 8 threads of small calls, without the GIL and with it (PYTHON_GIL=1),

@@ -13,13 +13,16 @@ Eager calls on concrete arrays take the core's fast path
 (:class:`~arrayselect.plugin.SignatureCache`): the first call of a signature is
 validated by the core, later ones re-check only Python scalars' values and
 devices. Each plan runs as a ``jax.jit``-compiled function kept in a bounded cache
-(:class:`~arrayselect.plugin.BoundedCache`, the core's one cache type).
+(:class:`~arrayselect.plugin.BoundedCache`, the core's one cache type). Eager
+``apply_where`` compiles its double where too, from the second call with the same
+functions on (:meth:`JaxBackend._fused_apply_where`).
 """
 
 from __future__ import annotations
 
 import functools
 import operator
+import struct
 import warnings
 from collections.abc import Callable, Hashable, Sequence
 from types import ModuleType
@@ -305,6 +308,13 @@ class JaxBackend(Backend):
         self._int_ranges = BoundedCache[Any, tuple[int, int]]("jax_backend.int_ranges", 256)
         self._float_maxes = BoundedCache[Any, float]("jax_backend.float_maxes", 256)
         self._plan_fns = BoundedCache[SelectPlan, Any]("jax_backend.plan_functions", cache_size)
+        # apply_where's compiled double where, per (f1, f2, number of args, fill): made
+        # on the second eager call with the same functions (a lambda made anew on each
+        # call never compiles), None where f1 or f2 cannot be traced.
+        self._fused = BoundedCache[Hashable, _Fused | None](
+            "jax_backend.apply_where_functions", 256
+        )
+        self._fused_seen = BoundedCache[Hashable, bool]("jax_backend.apply_where_seen", 256)
         self._plan_fn_data = self._plan_fns.data
         self._cache_size = cache_size
         self._trace_count = 0
@@ -523,7 +533,87 @@ class JaxBackend(Backend):
     ) -> Any:
         # The core's double where on jnp, joined by jnp.where itself (arrayselect.where
         # would validate the two sides again on every eager call).
-        return jnp.where(cond, *generic.double_where(jnp, self, cond, args, f1, f2, fill_value))
+        if type(cond) is _ArrayImpl and all(type(a) is _ArrayImpl for a in args):
+            key, fused = self._fused_apply_where(args, f1, f2, fill_value)
+            if fused is not None:
+                try:
+                    return fused.fn(cond, args, None if fused.scalar_fill else fill_value)
+                except errors.SelectCallbackError as exc:
+                    if not isinstance(exc.__cause__, jax.errors.JAXTypeError):
+                        raise
+                    # f1 or f2 reads values (Python control flow): it runs eagerly
+                    self._fused.put(key, None)
+        return _double_where(self, cond, args, f1, f2, fill_value)
+
+    def _fused_apply_where(
+        self,
+        args: tuple[Any, ...],
+        f1: Callable[..., Any],
+        f2: Callable[..., Any] | None,
+        fill_value: Any,
+    ) -> tuple[Hashable, _Fused | None]:
+        """The key of eager calls with these functions, and their compiled double where
+        (``None``: not compiled).
+
+        Eager, each of its five or six operations is a dispatch of its own (``ones_like``
+        alone costs hundreds of microseconds); compiled, the call is one dispatch, as
+        ``jax.jit`` of the idiom is. The key holds the user's functions (the core's
+        checked wrappers of them are made anew on each call), the number of args and a
+        Python-scalar fill by its type and bits (it is checked and converted while
+        tracing, as the eager path does; two nans of other bits, or 0.0 and -0.0,
+        differ). It is compiled on the key's second call only, so functions or fills
+        made anew on every call run eagerly instead of tracing every time.
+        """
+        scalar_fill = f2 is None and type(fill_value) in self.PYTHON_SCALARS
+        key = (
+            getattr(f1, "__wrapped__", f1),
+            getattr(f2, "__wrapped__", f2),
+            len(args),
+            _bits(fill_value) if scalar_fill else f2 is None,
+        )
+        try:
+            return key, self._fused.data[key]
+        except KeyError:
+            pass
+        if key not in self._fused_seen.data:
+            self._fused_seen.put(key, True)
+            return key, None
+        fill = fill_value if scalar_fill else None
+
+        def joined(cond: Any, args: tuple[Any, ...], array_fill: Any) -> Any:
+            return _double_where(self, cond, args, f1, f2, fill if scalar_fill else array_fill)
+
+        return key, self._fused.put(key, _Fused(jax.jit(joined), scalar_fill))
+
+
+def _bits(value: bool | int | float | complex) -> Hashable:
+    """A Python scalar as a key: its type and exact bits (a nan's sign and payload, the
+    sign of a zero), which equality of values does not tell apart."""
+    if type(value) is float:
+        return float, struct.pack("<d", value)
+    if type(value) is complex:
+        return complex, struct.pack("<dd", value.real, value.imag)
+    return type(value), value
+
+
+class _Fused(NamedTuple):
+    """``apply_where``'s double where compiled for one key."""
+
+    fn: Callable[..., Any]
+    #: The fill is a Python scalar, a constant of the compiled function.
+    scalar_fill: bool
+
+
+def _double_where(
+    backend: JaxBackend,
+    cond: Any,
+    args: tuple[Any, ...],
+    f1: Callable[..., Any],
+    f2: Callable[..., Any] | None,
+    fill_value: Any,
+) -> Any:
+    """``apply_where`` as the core's double where on ``jnp``, joined by ``jnp.where``."""
+    return jnp.where(cond, *generic.double_where(jnp, backend, cond, args, f1, f2, fill_value))
 
 
 @functools.partial(jax.jit, static_argnames="shape")

@@ -28,6 +28,7 @@ import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
 
 import arrayselect as asel  # noqa: E402
+from arrayselect._dispatch import registry as _registry  # noqa: E402
 from arrayselect._operations.select import select_general  # noqa: E402
 from arrayselect._rules.shapes import make_plan  # noqa: E402
 
@@ -834,3 +835,35 @@ def test_import_does_not_import_jax() -> None:
     code = "import sys, arrayselect; assert 'jax' not in sys.modules, 'jax imported'"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_eager_apply_where_compiles_repeated_functions_only() -> None:
+    """Eager ``apply_where`` compiles its double where on the second call with the same
+    functions and fill, with the eager answer's bits; functions made anew on every call
+    never compile, and a function that reads values (Python control flow) keeps running
+    eagerly, on every call."""
+    backend = _registry.resolve(jnp.zeros(1), jnp.zeros(1), jnp.zeros(1), None)[0]
+    backend._fused.clear()
+    backend._fused_seen.clear()
+    x = jnp.asarray(np.array([-1.0, 0.5, 4.0, -0.0], np.float32))
+    c = x > 0
+    nan, other_nan = float("nan"), float("inf") - float("inf")
+
+    def log_fill(fill: float) -> bytes:
+        return np.asarray(asel.apply_where(c, x, jnp.log, fill_value=fill)).tobytes()
+
+    eager = [log_fill(nan), log_fill(other_nan)]  # each key's first call: eager
+    assert not backend._fused.data
+    assert [log_fill(nan), log_fill(other_nan)] * 2 == eager * 2  # compiled; nan bits kept
+    assert len(backend._fused.data) == 2
+    for k in range(3):  # a lambda made per call: a key of its own each time
+        asel.apply_where(c, x, lambda v, k=k: v + k, fill_value=0.0)
+    assert len(backend._fused.data) == 2
+
+    def reads_values(v: Any) -> Any:
+        return v if float(v[0]) > 100 else -v
+
+    answers = {np.asarray(asel.apply_where(c, x, reads_values, jnp.abs)).tobytes()
+               for _ in range(4)}  # fmt: skip
+    assert answers == {np.asarray(jnp.where(c, -x, jnp.abs(x))).tobytes()}
+    assert None in backend._fused.data.values()  # tried once, then eager

@@ -424,6 +424,7 @@ def _checked(name: str, f: Callable[..., Any], backend: Backend) -> Callable[...
             )
         return result
 
+    call.__wrapped__ = f  # type: ignore[attr-defined]  # the user's function: a key for backends
     return call
 
 

@@ -146,27 +146,25 @@ def find(kind: str, operands: Sequence[Any]) -> Decision | None:
     :func:`lookup`: in Python they cost a call of 10^3 elements as much as its
     work); :func:`signature` makes the layout on the first call.
     """
-    checks = _registry.tracing_checks
-    # not while a compiler traces: torch.compile's Dynamo cannot follow a C function
-    # (and the Python steps keep no memo then anyway)
-    if _family_find is not None and not (checks and _tracing(checks)):
-        memo = _family_find(
-            kind,
-            operands,
-            _settings.portable_forced(),
-            _layouts,
-            checks,
-            _memos,
-            _registry._backends,
-        )
-        if memo is not NotImplemented:
-            return memo  # type: ignore[no-any-return]
+    if _family_find is not None:
+        for tracing in _registry.tracing_functions:
+            if tracing():
+                # a compiler traces: torch.compile's Dynamo cannot follow a C function
+                # (and the Python steps keep no memo then anyway)
+                break
+        else:
+            memo = _family_find(
+                kind,
+                operands,
+                _settings.portable_forced(),
+                _layouts,
+                _registry.tracing_checks,
+                _memos,
+                _registry._backends,
+            )
+            if memo is not NotImplemented:
+                return memo  # type: ignore[no-any-return]
     return lookup(signature(kind, operands))
-
-
-def _tracing(checks: dict[type, Callable[[], bool]]) -> bool:
-    """Whether any registered compiler traces now."""
-    return any(tracing() for tracing in checks.values())
 
 
 def lookup(key: Hashable | None) -> Decision | None:

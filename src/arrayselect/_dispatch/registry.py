@@ -89,6 +89,9 @@ _installed_fast_paths: dict[type, Callable[..., Any]] = {}
 # Backend.tracing of the backends that override it, by exact array type: what
 # where() asks before it reads its memo (a traced memo read would be guarded on).
 tracing_checks: dict[type, Callable[[], bool]] = {}
+# The distinct checks of tracing_checks (one per backend, however many array types it
+# serves): what the family's memo asks before its compiled lookup, on every call.
+tracing_functions: tuple[Callable[[], bool], ...] = ()
 _fast_path_library: dict[type, str] = {}
 # What select() looks up: the installed fast paths, each behind a check of the
 # calling context's force_portable setting while any block forcing it is open
@@ -193,6 +196,12 @@ def _forget(library: str) -> None:
         _installed_fast_paths.pop(array_type, None)
         fast_paths.pop(array_type, None)
         tracing_checks.pop(array_type, None)
+    _distinct_tracing_functions()
+
+
+def _distinct_tracing_functions() -> None:
+    global tracing_functions
+    tracing_functions = tuple(dict.fromkeys(tracing_checks.values()))
 
 
 def _load_plugins() -> None:
@@ -252,6 +261,7 @@ def _install_fast_path(library: str, backend: Backend) -> None:
         _fast_path_library[array_type] = library
         if type(backend).tracing is not Backend.tracing:
             tracing_checks[array_type] = backend.tracing
+            _distinct_tracing_functions()
         # Known now: library_of need not classify these types later (inside a
         # torch.compile trace, say, where array_api_compat's helpers warn).
         _LIBRARIES.put(array_type, library)

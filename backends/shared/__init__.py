@@ -51,7 +51,10 @@ def torch_unsupported_layout(x: Any) -> tuple[str, str] | None:
 
     ``torch.where`` has no kernels for them.
     """
-    if x.layout is not sys.modules["torch"].strided:
+    # by name, not torch.strided: torch.compile's Dynamo failed ("dictionary changed size
+    # during iteration") reading sys.modules while it traced a call that imported torch's
+    # modules lazily
+    if str(x.layout) != "torch.strided":
         return f"a tensor of layout {x.layout}", "convert it with x.to_dense()"
     if x.is_quantized:
         return "a quantized tensor", "convert it with x.dequantize()"

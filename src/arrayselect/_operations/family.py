@@ -107,16 +107,8 @@ def select_n(which: Any, *cases: Any, out: Any = None) -> Any:
         for x, rng in zip(values, ranges, strict=True)
     )
     operands = (which, *cases) if out is None else (which, *cases, out)
-    decision = Decision(
-        backend=backend,
-        registered_as=None,
-        dtype_mode=backend.dtype_mode(),
-        dtype=dtype,
-        shape=shape,
-        operands=tuple(None if rng is None else ScalarPlan(None, rng) for rng in ranges),
-        with_out=out is not None,
-        like=like,
-    )
+    plans = [None if rng is None else ScalarPlan(None, rng) for rng in ranges]
+    decision = Decision.of(backend, dtype, shape, plans, with_out=out is not None, like=like)
     kind = "select_n" if out is None else "select_n out"
     _memo.remember(kind, decision, operands, cases, [x for _, x in named])
     return _run_select_n(backend, which, ready, shape, out)
@@ -225,15 +217,8 @@ def select_cases(condlist: Any, choicelist: Any, default: Any = 0, /) -> Any:
             plans.append(ScalarPlan(lift, scalar_range(backend, lift or type(x), dtype, kind)))
         else:
             plans.append(x.dtype != dtype)
-    decided = Decision(
-        backend=backend,
-        registered_as=None,
-        dtype_mode=backend.dtype_mode(),
-        dtype=dtype,
-        shape=shape,
-        operands=tuple(plans),
-        like=next(i for i, x in enumerate(operands) if x is like),
-    )
+    like_at = next(i for i, x in enumerate(operands) if x is like)
+    decided = Decision.of(backend, dtype, shape, plans, like=like_at)
     values_at = operands[len(conds) :]
     _memo.remember("select_cases", decided, operands, values_at, [x for _, x in named])
     return _select_cases_decided(decided, operands, len(conds))
@@ -383,16 +368,9 @@ def _validate_apply_where(
     )
     # Broadcasting costs microseconds a call even to the same shape, which small
     # calls notice: only operands of another shape are.
-    decided = Decision(
-        backend=backend,
-        registered_as=None,
-        dtype_mode=backend.dtype_mode(),
-        dtype=None,
-        shape=shape,
-        operands=tuple(
-            type(x) not in PYTHON_SCALARS and backend.shape(x) != shape for x in operands
-        ),
-    )
+    # the result dtype is what f1 and f2 return: the backend promotes on each call
+    plans = [type(x) not in PYTHON_SCALARS and backend.shape(x) != shape for x in operands]
+    decided = Decision.of(backend, None, shape, plans)
     _memo.remember(kind, decided, operands, (), [x for _, x in named])
     return decided
 

@@ -160,16 +160,11 @@ def validate(
     elif else_range is not None:
         else_ = backend.scalar_array(else_value, dtype, then)
     shapes = cast(SelectPlan, checked.plan)
-    decision = Decision(
-        backend=backend,
-        registered_as=None,
-        dtype_mode=backend.dtype_mode(),
-        dtype=dtype,
-        shape=shapes.out_shape,
-        operands=(
-            None if then_range is None else ScalarPlan(None, then_range),
-            None if else_range is None else ScalarPlan(None, else_range),
-        ),
+    decision = Decision.of(
+        backend,
+        dtype,
+        shapes.out_shape,
+        [None if rng is None else ScalarPlan(None, rng) for rng in (then_range, else_range)],
         plan=shapes,
         cond_bool=backend.dtype_kind(cond.dtype) == "bool",
         with_out=out is not None,

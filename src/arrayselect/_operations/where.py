@@ -43,7 +43,6 @@ from arrayselect._base.errors import (
 from arrayselect._dispatch import registry as _registry
 from arrayselect._dispatch.registry import resolve
 from arrayselect._operations.select import select
-from arrayselect._rules.backend import Backend
 from arrayselect._rules.shapes import broadcast_together
 from arrayselect._validation.checks import (
     PYTHON_SCALARS,
@@ -184,6 +183,7 @@ def where(condition: Any, x1: Any, x2: Any, /) -> Any:
             promotion = None
         except AttributeError:  # not an array: _decide raises the error
             key = promotion = None
+    # A decision holds in the dtype mode it was made in (JAX promotes to 32 bits without x64).
     if promotion is None or (
         promotion.dtype_mode is not None and promotion.dtype_mode != promotion.backend.dtype_mode()
     ):
@@ -251,11 +251,11 @@ def _decide(key: Hashable | None, condition: Any, x1: Any, x2: Any) -> Decision:
         # complex), which select gives two scalars of that kind.
         higher = max(type(x1), type(x2), key=PYTHON_SCALARS.index)
         lift = ScalarPlan(higher, None)  # 1 beside 2.5 is 1.0
-        return _decided(
+        return Decision.of(
             backend,
             backend.default_dtype(higher, condition),
-            None if type(x1) is higher else lift,
-            None if type(x2) is higher else lift,
+            None,  # where's decision is the dtype: select decides the shape
+            (None if type(x1) is higher else lift, None if type(x2) is higher else lift),
         )
     try:
         # Promotion by type, never by value (the decision is cached by type): a
@@ -281,7 +281,7 @@ def _decide(key: Hashable | None, condition: Any, x1: Any, x2: Any) -> Decision:
             plans.append(None if scalar_fits_kind(type(x), result_kind) else _LIFT_TO_INT)
         else:
             plans.append(True if x.dtype != dtype else None)
-    promotion = _decided(backend, dtype, *plans)
+    promotion = Decision.of(backend, dtype, None, plans)
     if key is not None:
         # No lock (tracing compilers follow plain dictionary operations): a lost
         # race only costs deciding again. Trimmed after inserting, so that each
@@ -296,19 +296,6 @@ def _decide(key: Hashable | None, condition: Any, x1: Any, x2: Any) -> Decision:
 # A Python scalar of a kind the result's dtype does not take beside an array (a bool
 # beside a numeric array) is passed on as the int it equals.
 _LIFT_TO_INT: Final = ScalarPlan(int, None)
-
-
-def _decided(backend: Backend, dtype: Any, plan1: Any, plan2: Any) -> Decision:
-    """``where``'s decision: the result ``dtype``, and what is done to ``x1`` and ``x2``."""
-    return Decision(
-        backend=backend,
-        registered_as=None,
-        # JAX promotes to 32 bits without x64: a decision holds in its mode only
-        dtype_mode=backend.dtype_mode(),
-        dtype=dtype,
-        shape=None,
-        operands=(plan1, plan2),
-    )
 
 
 def _explain(condition: Any, x1: Any, x2: Any, *, shapes: bool) -> None:

@@ -90,6 +90,14 @@ class Decision(NamedTuple):
     devices: tuple[int, ...] = ()
     like: int = 0
 
+    @classmethod
+    def of(
+        cls, backend: Backend, dtype: Any, shape: Shape | None, operands: Any, **rest: Any
+    ) -> Decision:
+        """A decision ``backend`` just made, in its current dtype mode; a cache that keeps
+        it sets ``registered_as`` (``rest``: the other fields, by name)."""
+        return cls(backend, None, backend.dtype_mode(), dtype, shape, tuple(operands), **rest)
+
     @property
     def then_range(self) -> ScalarRange | None:
         """For a ``then`` that is a Python scalar, the range its value must lie in

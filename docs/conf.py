@@ -52,3 +52,16 @@ html_theme_options = {
     "show_toc_level": 2,
 }
 html_static_path: list[str] = []
+
+
+def _skip_field_aliases(app: object, what: str, name: str, obj: object, skip: bool,
+                        options: object) -> bool | None:
+    """Leave out a NamedTuple field's own entry ("Alias for field number 0"): its class
+    documents the field in its Attributes section."""
+    if (getattr(obj, "__doc__", None) or "").startswith("Alias for field number"):
+        return True
+    return None
+
+
+def setup(app: object) -> None:
+    app.connect("autodoc-skip-member", _skip_field_aliases)  # type: ignore[attr-defined]

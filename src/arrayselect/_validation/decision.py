@@ -76,6 +76,18 @@ class Decision(NamedTuple):
         signature does not hold devices (empty: nothing to compare again).
     like
         Position of the array a Python scalar is placed like (its device).
+
+    Examples
+    --------
+    What validation decided for ``select`` of a float64 ``then`` and a Python float
+    ``else`` (whose value a cache checks against ``else_range`` on every call):
+
+    >>> import numpy as np
+    >>> from arrayselect.plugin import validate
+    >>> c, x = np.array([True, False]), np.array([1.0, 2.0])
+    >>> d = validate(c, x, 0.5, "numpy", -1, "unidirectional", None).decision
+    >>> d.dtype, d.shape, d.then_range, d.else_range.high
+    (dtype('float64'), (2,), None, 1.7976931348623157e+308)
     """
 
     backend: Backend

@@ -100,7 +100,13 @@ def select_n(which: Any, *cases: Any, out: Any = None) -> Any:
     backend, named, dtype, ranges, values, shape, _ = check_operands(
         SELECT_N, [("which", which)], named_cases, out
     )
-    like = next((i + 1 for i, rng in enumerate(ranges) if rng is None), 0)
+    # The position of the first array case, else of which. A plain loop: torch 2.8's
+    # Dynamo cannot trace next() with a default.
+    like = 0
+    for i, rng in enumerate(ranges):
+        if rng is None:
+            like = i + 1
+            break
     make = backend.scalar_array if like else backend.default_scalar_array
     ready = tuple(
         x if rng is None else make(x, dtype, (which, *cases)[like])

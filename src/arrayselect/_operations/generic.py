@@ -84,8 +84,8 @@ def _check_indices(
 ) -> None:
     """Raise :func:`index_error` for the first index of ``which`` outside ``[0, n)``."""
     hit = None
-    try:  # one reduction over the indices; the masks name the bad value
-        bad = (low < 0 and bool(xp.min(which) < 0)) or (n <= high and bool(xp.max(which) >= n))
+    try:  # one reduction over the indices, compared in Python; the masks name the bad value
+        bad = (low < 0 and int(xp.min(which)) < 0) or (n <= high and int(xp.max(which)) >= n)
     except (RuntimeError, TypeError, NotImplementedError):
         # no reductions for this dtype (PyTorch uint64): ask the masks
         hit = _any(xp, masks)

@@ -567,7 +567,7 @@ class JaxBackend(Backend):
         """The key of eager calls with these functions, and their compiled double where
         (``None``: not compiled).
 
-        Eager, each of its five or six operations is a dispatch of its own (``ones_like``
+        Eager, each of its operations is a dispatch of its own (``ones_like``
         alone costs hundreds of microseconds); compiled, the call is one dispatch, as
         ``jax.jit`` of the idiom is. The key holds the user's functions (the core's
         checked wrappers of them are made anew on each call), the number of args and a

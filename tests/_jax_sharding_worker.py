@@ -92,6 +92,26 @@ def main() -> None:
             raise AssertionError("arrays on different devices were accepted")
     out = asel.select(mask, a, a)
     assert out.sharding == a.sharding, out.sharding
+    # The family's cached decisions compare committed operands' devices again: a call
+    # of the same signature (shapes, dtypes, committed) on two devices is refused.
+    b0 = jax.device_put(jnp.zeros(3), d0)
+    loose = jnp.array([False, True, True])  # uncommitted: goes where the others are
+    family = {
+        "select_n": lambda u, v: asel.select_n(loose, u, v),
+        "select_cases": lambda u, v: asel.select_cases([loose, mask], [u, v], 0.0),
+        "apply_where": lambda u, v: asel.apply_where(mask, (u, v), jnp.add, fill_value=0.0),
+    }
+    for name, call in family.items():
+        for _ in range(2):  # validated, then the cached decision
+            got = call(a, b0)
+            assert got.devices() == {d0}, (name, got.devices())
+        try:
+            call(a, b)
+        except asel.SelectValueError as exc:
+            assert "device" in str(exc), (name, exc)
+            checks += 1
+        else:
+            raise AssertionError(f"{name}: arrays on different devices were accepted")
     on_d1 = asel.select(jax.device_put(mask, d1), b, b)
     assert on_d1.devices() == {d1}, on_d1.devices()
     checks += 2

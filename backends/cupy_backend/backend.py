@@ -122,10 +122,12 @@ class CupyBackend(NumpyDtypes, Backend):
         self.cases_vector_min_size: int = ck.CASES_VECTOR_MIN_SIZE
         # The device is part of the signature, so a cached call needs no device check.
         self._fast = SignatureCache(
-            self, (cupy.ndarray,), None, prepare=self._prepare, devices_in_signature=True
+            self, (cupy.ndarray,), None, prepare=self._prepare
         )
 
     # ------------------------------------------------------------- queries
+    signature_holds_device = True
+
     def signature(self, x: Any) -> Hashable:
         """Shape, dtype and device id: what a decision depends on, and where it runs."""
         return (x.shape, x.dtype, x.data.device_id)

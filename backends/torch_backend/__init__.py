@@ -454,6 +454,7 @@ class TorchBackend(Backend):
     #: depends on, the device included (so a cached signature is one accepted
     #: combination of devices).
     signature = ("shape", "dtype", "device", "layout")  # type: ignore[assignment]
+    signature_holds_device = True
 
     def __init__(self) -> None:
         self.kernel_min_size = KERNEL_MIN_SIZE if KERNEL_MISSING is None else sys.maxsize
@@ -462,7 +463,7 @@ class TorchBackend(Backend):
         #: the fast path is made.
         self.recent_calls: str | None = RECENT_CHECK
         self._fast = SignatureCache(
-            self, _ARRAY_TYPES, None, prepare=self._prepare, devices_in_signature=True
+            self, _ARRAY_TYPES, None, prepare=self._prepare
         )
 
     # -- queries used by the core's validation ---------------------------------

@@ -41,7 +41,7 @@ from typing import Any, Final
 from arrayselect._base import settings as _settings
 from arrayselect._base.caches import BoundedCache
 from arrayselect._dispatch import registry as _registry
-from arrayselect._rules.backend import Backend
+from arrayselect._rules.backend import Backend, devices_fixed_by_signature
 from arrayselect._validation.checks import PYTHON_SCALARS
 from arrayselect._validation.decision import Decision
 
@@ -212,13 +212,6 @@ def _signer(backend: Backend) -> Callable[[Any], Hashable]:
     return sign
 
 
-def _devices_in_signature(backend: Backend) -> bool:
-    sign = backend.signature
-    return type(backend).device_of is Backend.device_of or (
-        isinstance(sign, tuple) and "device" in sign
-    )
-
-
 def remember(
     kind: str | None,
     decision: Decision,
@@ -248,7 +241,7 @@ def remember(
     ids = {id(x) for x in compared}
     devices = (
         ()
-        if _devices_in_signature(backend)
+        if devices_fixed_by_signature(backend)
         else tuple(i for i, x in enumerate(operands) if id(x) in ids)
     )
     portable = _settings.portable_forced()

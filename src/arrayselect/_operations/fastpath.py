@@ -32,7 +32,7 @@ from arrayselect._base.errors import SelectError
 from arrayselect._dispatch.fastcall_py import SignatureCall as _PySignatureCall
 from arrayselect._dispatch.registry import FastPath
 from arrayselect._operations.select import select_positional, validate
-from arrayselect._rules.backend import Backend
+from arrayselect._rules.backend import Backend, devices_fixed_by_signature
 from arrayselect._validation.checks import check_devices, check_out_layout
 from arrayselect._validation.decision import Decision
 
@@ -82,11 +82,9 @@ class SignatureCache:
         The library itself refuses inputs on different devices when ``run``
         runs them (JAX's ``jit`` does); any exception from ``run`` then sends
         the call to the general path, which raises the core's error. Otherwise
-        devices are checked with the core's :func:`check_devices` on every call.
-    devices_in_signature : bool, optional
-        :meth:`Backend.signature` includes the device, so a cached signature
-        stands for one combination of devices the core has accepted, and no
-        device check is needed on a hit.
+        devices are checked with the core's :func:`check_devices` on every call,
+        unless the backend's signature fixes them
+        (:attr:`~arrayselect.plugin.Backend.signature_holds_device`).
     maxsize : int, optional
         Most signatures kept; the oldest is dropped first.
 
@@ -106,7 +104,6 @@ class SignatureCache:
         *,
         prepare: Prepare | None = None,
         devices_checked_by_run: bool = False,
-        devices_in_signature: bool = False,
         maxsize: int = 1024,
     ) -> None:
         if maxsize < 1:
@@ -123,9 +120,8 @@ class SignatureCache:
             f"{type(backend).__module__}.{type(backend).__name__}.signatures", maxsize
         )
         self._cache = self._entries.data  # the C hit path reads it
-        # Backends that keep every array on one device need no device check.
-        self._check_devices = type(backend).device_of is not Backend.device_of and not (
-            devices_checked_by_run or devices_in_signature
+        self._check_devices = not (
+            devices_checked_by_run or devices_fixed_by_signature(backend)
         )
         # The hit path, in C (_fastcall.c): key, lookup, the core's value checks, run.
         args = (

@@ -19,7 +19,14 @@ import array_api_compat as compat
 from arrayselect._base.errors import SelectValueError
 from arrayselect._rules.shapes import SelectPlan, Shape
 
-__all__ = ["DTYPE_KINDS", "PYTHON_SCALARS", "Backend", "DtypeKind", "OutLayout"]
+__all__ = [
+    "DTYPE_KINDS",
+    "PYTHON_SCALARS",
+    "Backend",
+    "DtypeKind",
+    "OutLayout",
+    "devices_fixed_by_signature",
+]
 
 #: The Python scalar types that may stand for an array operand (exact types only), in
 #: the order in which they promote (bool < int < float < complex).
@@ -181,7 +188,8 @@ class Backend(abc.ABC):
 
         A backend may instead set ``signature`` to a tuple of attribute names
         (``("shape", "dtype", "device")``): the fast path then reads those
-        attributes itself, in C, which is cheaper than calling a method.
+        attributes itself, in C, which is cheaper than calling a method. One that
+        holds the device sets :attr:`signature_holds_device`.
         """
         return (tuple(x.shape), x.dtype, bool(getattr(x, "weak_type", False)))
 
@@ -200,6 +208,10 @@ class Backend(abc.ABC):
         arrays). The core compares devices; the default is one device for all.
         """
         return None
+
+    #: :meth:`signature` holds the device (PyTorch's, CuPy's): a cached decision
+    #: stands for devices the core accepted, and a hit compares none.
+    signature_holds_device: bool = False
 
     def device_text(self, device: Hashable) -> str:
         """How a device returned by :meth:`device_of` reads in an error message."""
@@ -384,3 +396,12 @@ class Backend(abc.ABC):
                 f"out cannot be written in place: {type(exc).__name__}: {exc}"
             ) from exc
         return out
+
+
+def devices_fixed_by_signature(backend: Backend) -> bool:
+    """Whether equal signatures mean the same devices: the backend's signature holds
+    them (:attr:`Backend.signature_holds_device`), or it keeps every array on one
+    device (the default :meth:`Backend.device_of`). The caches of decisions compare
+    devices on a hit only where this is ``False``.
+    """
+    return backend.signature_holds_device or type(backend).device_of is Backend.device_of

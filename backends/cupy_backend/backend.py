@@ -121,9 +121,7 @@ class CupyBackend(NumpyDtypes, Backend):
         self.vector_min_size: int = ck.VECTOR_MIN_SIZE
         self.cases_vector_min_size: int = ck.CASES_VECTOR_MIN_SIZE
         # The device is part of the signature, so a cached call needs no device check.
-        self._fast = SignatureCache(
-            self, (cupy.ndarray,), None, prepare=self._prepare
-        )
+        self._fast = SignatureCache(self, (cupy.ndarray,), None, prepare=self._prepare)
 
     # ------------------------------------------------------------- queries
     signature_holds_device = True

@@ -462,9 +462,7 @@ class TorchBackend(Backend):
         #: :data:`RECENT_CHECKS`, or ``None``: the signature cache alone), read when
         #: the fast path is made.
         self.recent_calls: str | None = RECENT_CHECK
-        self._fast = SignatureCache(
-            self, _ARRAY_TYPES, None, prepare=self._prepare
-        )
+        self._fast = SignatureCache(self, _ARRAY_TYPES, None, prepare=self._prepare)
 
     # -- queries used by the core's validation ---------------------------------
 

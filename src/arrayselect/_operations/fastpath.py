@@ -120,9 +120,7 @@ class SignatureCache:
             f"{type(backend).__module__}.{type(backend).__name__}.signatures", maxsize
         )
         self._cache = self._entries.data  # the C hit path reads it
-        self._check_devices = not (
-            devices_checked_by_run or devices_fixed_by_signature(backend)
-        )
+        self._check_devices = not (devices_checked_by_run or devices_fixed_by_signature(backend))
         # The hit path, in C (_fastcall.c): key, lookup, the core's value checks, run.
         args = (
             self.array_types,

@@ -14,7 +14,8 @@ the process, or on the workers) and times only select/where plus the sum, so
 the per-block cost of select is not hidden behind random-number generation.
 
 Each figure is the median of ``--repeats`` (>= 5) runs; select and where
-alternate (ABBA order) after one untimed warm-up run of each.
+alternate in a new random order each round (``arrayselect._tools.bench_stats``,
+the measuring scripts' one timing loop) after one untimed warm-up run of each.
 
 Usage::
 
@@ -24,14 +25,19 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import os
 import platform
-import statistics
-import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
+from arrayselect._tools.bench_stats import (
+    Spread,
+    format_load,
+    load_average,
+    machine,
+    time_interleaved,
+)
 
 
 def _inputs(n: int, chunk: int) -> tuple[Any, Any, Any]:
@@ -41,12 +47,6 @@ def _inputs(n: int, chunk: int) -> tuple[Any, Any, Any]:
     then = rng.random((n,), chunks=chunk, dtype=np.float32)
     else_ = rng.standard_normal((n,), chunks=chunk, dtype=np.float32)
     return then > np.float32(0.5), then, else_
-
-
-def _time(fn: Callable[[], Any]) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
 
 
 def _compare(
@@ -66,17 +66,12 @@ def _compare(
         return run(da.where(cond, then, else_).sum())
 
     got, want = select(), where()  # warm-up: imports on the workers, page faults
-    t_select: list[float] = []
-    t_where: list[float] = []
-    for i in range(repeats):
-        order = (select, where) if i % 2 == 0 else (where, select)
-        for fn in order:
-            (t_select if fn is select else t_where).append(_time(fn))
+    t_select, t_where = time_interleaved([select, where], repeats, number=1)
     return t_select, t_where, got, want
 
 
 def _report(label: str, t_select: list[float], t_where: list[float], got: Any, want: Any) -> None:
-    ms, mw = statistics.median(t_select), statistics.median(t_where)
+    ms, mw = Spread.of(t_select).median, Spread.of(t_where).median
     same = "yes" if np.asarray(got).tobytes() == np.asarray(want).tobytes() else "NO"
     print(f"{label:<40} {ms:>9.3f} {mw:>9.3f} {ms / mw:>8.3f}   {same}")
     print(f"{'':<40} select runs: {' '.join(f'{t:.3f}' for t in t_select)}")
@@ -106,10 +101,10 @@ def main() -> None:
         f"arrayselect.select vs dask.array.where: n={n} float32, blocks of {chunk} "
         f"({-(-n // chunk)} blocks), .sum() of the result; median of {args.repeats} runs"
     )
+    load_before = load_average()
     print(
-        f"python {platform.python_version()}, numpy {np.__version__}, dask {dask.__version__}, "
-        f"distributed {distributed.__version__}, {os.cpu_count()} CPUs, "
-        f"load average {os.getloadavg()[0]:.2f}; Dask arrays -> backend "
+        f"{machine().describe()}; python {platform.python_version()}, numpy {np.__version__}, "
+        f"dask {dask.__version__}, distributed {distributed.__version__}; Dask arrays -> backend "
         f"{arrayselect.backend_for(da.ones(4) > 0, da.ones(4), 0.0).name}, NumPy blocks -> "
         f"backend {arrayselect.backend_for(block > 0, block, block).name}"
     )
@@ -151,7 +146,7 @@ def main() -> None:
                 "LocalCluster(2 workers) / inputs in memory",
                 *_compare(on_cluster, lambda: cluster_held, args.repeats),
             )
-    print(f"load average at the end {os.getloadavg()[0]:.2f}")
+    print(format_load(load_before, load_average()))
 
 
 if __name__ == "__main__":

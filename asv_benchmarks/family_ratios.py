@@ -47,8 +47,6 @@ is not installed are skipped.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -60,10 +58,14 @@ from arrayselect.backends.shared.kernel_cases import (
     kernel_select_n,
 )
 from kernel_ratios import SAMPLE_SECONDS, copy_bandwidth
-from machine_state import load_average
 
 import arrayselect as asel
-from arrayselect._tools.bench_stats import compare_interleaved
+from arrayselect._tools.bench_stats import (
+    compare_interleaved,
+    format_load,
+    load_average,
+    machine,
+)
 
 CASES = 4
 Fns = dict[str, Callable[[], Any]]
@@ -223,12 +225,11 @@ def main() -> None:
     args = parser.parse_args()
     if args.threads:
         asel.set_num_threads(args.threads)
+    load_before = load_average()
     print(
-        f"# {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
-        f"python {sys.version.split()[0]}, numpy {np.__version__}, "
+        f"# {machine().describe()}; python {sys.version.split()[0]}, numpy {np.__version__}, "
         f"kernel threads {asel.get_num_threads()}, loops {numpy_kernel.isa_info()['current']}"
     )
-    print(f"# load average at the start {load_average()}")
     rows: list[str] = []
 
     def row(name: str, t: dict[str, float], ours: str, theirs: str, target: float | None) -> None:
@@ -301,7 +302,7 @@ def main() -> None:
                     + ("(target >= 0.77)  " + verdict if name == "select_cases" else "(info)")
                 )
     print("\n".join(rows))
-    print(f"# load average at the end {load_average()}; repeats {args.repeats}")
+    print(f"# {format_load(load_before, load_average())}; repeats {args.repeats}")
 
 
 if __name__ == "__main__":

@@ -57,9 +57,7 @@ from __future__ import annotations
 import argparse
 import functools
 import itertools
-import os
 import platform
-import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -68,10 +66,16 @@ from typing import Any
 
 import numpy as np
 from arrayselect.backends.shared import kernel as numpy_kernel
-from machine_state import load_average
 
 import arrayselect as asel
-from arrayselect._tools.bench_stats import compare_interleaved
+from arrayselect._tools.bench_stats import (
+    Spread,
+    compare_interleaved,
+    format_load,
+    load_average,
+    machine,
+    time_interleaved,
+)
 
 N7 = 10**7
 ROWS, COLS = 2500, 4000  # 10^7 output elements for the 2-D patterns
@@ -105,9 +109,9 @@ def compare_cold(
     tw: list[float] = []
     ts: list[float] = []
     for _ in range(repeats):
-        tw.append(compare_interleaved([where], 1, number=1)[0])
-        ts.append(compare_interleaved([select], 1, number=1)[0])
-    return statistics.median(tw), statistics.median(ts)
+        tw += time_interleaved([where], 1, number=1)[0]
+        ts += time_interleaved([select], 1, number=1)[0]
+    return Spread.of(tw).median, Spread.of(ts).median
 
 
 def copy_bandwidth(repeats: int) -> tuple[float, float]:
@@ -354,16 +358,16 @@ def main() -> None:
                 )
             )
 
+    load_before = load_average()
     print(
-        f"# arrayselect {asel.__version__}, NumPy {np.__version__}, Python "
-        f"{platform.python_version()}, {platform.machine()}, "
-        f"{len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else '?'} "
-        f"usable cores, select threads={asel.get_num_threads()}, "
+        f"# {machine().describe()}; arrayselect {asel.__version__}, NumPy {np.__version__}, "
+        f"Python {platform.python_version()}, {platform.machine()}, "
+        f"select threads={asel.get_num_threads()}, "
         f"parallel threshold={numpy_kernel.get_parallel_threshold()} elements, "
         f"loops {numpy_kernel.isa_info()['current']} (usable: "
         f"{', '.join(numpy_kernel.isa_info()['usable'])}), load guard "
         f"{'on' if numpy_kernel.kernel_stats()['load_guard'] else 'off'}, "
-        f"repeats={repeats}, load average {load_average()}",
+        f"repeats={repeats}",
         flush=True,
     )
 
@@ -373,7 +377,7 @@ def main() -> None:
         strided_rows(rows, repeats, mask, f32)
     else:
         all_rows(rows, repeats, rng, (mask, f32, rand), ratio_case)
-    print_rows(rows)
+    print_rows(rows, load_before)
 
 
 def all_rows(
@@ -481,7 +485,7 @@ def all_rows(
     )
 
 
-def print_rows(rows: list[tuple[str, float, float, str, bool]]) -> None:
+def print_rows(rows: list[tuple[str, float, float, str, bool]], load_before: float | None) -> None:
     """The table, and the kernel's counters."""
     width = max(len(r[0]) for r in rows)
     print(f"{'case':<{width}}  {'np.where':>11}  {'select':>11}  result")
@@ -497,7 +501,7 @@ def print_rows(rows: list[tuple[str, float, float, str, bool]]) -> None:
         print(f"{name:<{width}}  {fmt(tw):>11}  {fmt(ts):>11}  {text}{mark}")
     stats = numpy_kernel.kernel_stats()
     print(
-        f"# load average at the end {load_average()}; kernel: {stats['threaded_calls']} of "
+        f"# {format_load(load_before, load_average())}; kernel: {stats['threaded_calls']} of "
         f"{stats['calls']} calls threaded, {stats['guarded_calls']} given fewer threads by the "
         f"load guard (others busy: {stats['others_busy_cores']:.2f} cores)"
     )

@@ -34,19 +34,22 @@ import functools
 import importlib.util
 import itertools
 import os
-import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from types import ModuleType
-from typing import Any
 
 import numpy as np
 from arrayselect.backends.shared import _select_kernel
-from machine_state import load_average
 
 import arrayselect as asel
+from arrayselect._tools.bench_stats import (
+    Spread,
+    format_load,
+    load_average,
+    machine,
+    time_interleaved,
+)
 
 
 def _load(spec: str) -> tuple[str, ModuleType]:
@@ -60,8 +63,63 @@ def _load(spec: str) -> tuple[str, ModuleType]:
     return name, module
 
 
-def _percentiles(values: list[float], qs: tuple[float, ...]) -> list[float]:
-    return [float(v) for v in np.percentile(values, qs)]
+def _one_size(
+    rng: np.random.Generator,
+    n: int,
+    number: int,
+    contenders: list[tuple[str, ModuleType, int]],
+    repeats: int,
+) -> None:
+    """Time and print every contender at ``n`` elements, ``number`` calls a batch."""
+    c = rng.random(n) < 0.5
+    a = rng.random(n, dtype=np.float32)
+    b = rng.random(n, dtype=np.float32)
+    expected = np.where(c, a, b)
+    # per contender, per call: its time, and 1 if it ran on several threads
+    per_call: dict[str, list[float]] = {name: [] for name, _, _ in contenders}
+    modes: dict[str, list[int]] = {name: [] for name, _, _ in contenders}
+
+    def call(name: str, module: ModuleType) -> None:
+        before = module.stats()["threaded_calls"]
+        start = time.perf_counter()
+        module.select(c, a, b, None, (n,), None, None, None)
+        per_call[name].append(time.perf_counter() - start)
+        modes[name].append(module.stats()["threaded_calls"] - before)
+
+    def ready(module: ModuleType, nthreads: int) -> None:
+        module.set_num_threads(nthreads)
+        got = module.select(c, a, b, None, (n,), None, None, None)
+        assert np.array_equal(got, expected)
+        time.sleep(0.005)
+
+    # The batches' own times include reading the counters: each call's time is read
+    # around the call alone, and a repeat's figure is the mean of its calls.
+    time_interleaved(
+        [functools.partial(call, name, module) for name, module, _ in contenders],
+        repeats,
+        number=number,
+        setup=[functools.partial(ready, module, k) for _, module, k in contenders],
+    )
+    print(f"\n{n:.0e} float32, {number} calls per repeat")
+    print(
+        f"  {'contender':<30} {'median':>8} {'IQR':>20} {'IQR/med':>8} | per call:"
+        f" {'p25':>7} {'p50':>7} {'p75':>7} {'p90':>7} (ms) | threaded  switches"
+    )
+    for name, _, _ in contenders:
+        times = per_call[name]
+        spread = Spread.of(
+            [sum(times[i : i + number]) / number for i in range(0, len(times), number)]
+        )
+        p = [float(x) for x in np.percentile(times, (25, 50, 75, 90))]
+        md = modes[name]
+        batches = [md[i : i + number] for i in range(0, len(md), number)]
+        switches = sum(sum(1 for x, y in itertools.pairwise(batch) if x != y) for batch in batches)
+        print(
+            f"  {name:<30} {spread.median * 1e3:8.3f} [{spread.q1 * 1e3:8.3f}, "
+            f"{spread.q3 * 1e3:8.3f}] {spread.relative_iqr:8.2f} |          "
+            + " ".join(f"{x * 1e3:7.3f}" for x in p)
+            + f"      | {sum(md):4d}/{len(md):<4d} {switches:4d}"
+        )
 
 
 def main() -> None:
@@ -79,78 +137,31 @@ def main() -> None:
     for name, module in kernels:
         contenders.append((f"  {name}, 1 thread", module, 1))
 
-    busy = None
+    competitor = None
     if not args.no_busy:
-        busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        competitor = subprocess.Popen([sys.executable, "-c", "while True: pass"])
         if hasattr(os, "sched_setaffinity"):
             cores = sorted(os.sched_getaffinity(0))
-            os.sched_setaffinity(busy.pid, {cores[-1]})
+            os.sched_setaffinity(competitor.pid, {cores[-1]})
     try:
         time.sleep(0.5)
-        competitor = "python -c 'while True: pass' on the last core" if busy else "none"
+        load_before = load_average()
         print(
-            f"# repeats={args.repeats}, competitor: {competitor}, threads={threads}, "
-            f"load average {load_average()}",
+            f"# {machine().describe()}; repeats={args.repeats}, competitor: "
+            f"{'python -c while True: pass on the last core' if competitor else 'none'}, "
+            f"threads={threads}",
             flush=True,
         )
         rng = np.random.default_rng(0)
         for n, number in ((10**6, 40), (10**7, 4)):
-            c = rng.random(n) < 0.5
-            a = rng.random(n, dtype=np.float32)
-            b = rng.random(n, dtype=np.float32)
-            expected = np.where(c, a, b)
-            per_repeat: dict[str, list[float]] = {name: [] for name, _, _ in contenders}
-            per_call: dict[str, list[float]] = {name: [] for name, _, _ in contenders}
-            # per repeat, per call: 1 if the call ran on several threads
-            modes: dict[str, list[list[int]]] = {name: [] for name, _, _ in contenders}
-            order = list(contenders)
-            shuffler = np.random.default_rng(7)
-            for _ in range(args.repeats):
-                shuffler.shuffle(order)  # type: ignore[arg-type]
-                for name, module, nthreads in order:
-                    module.set_num_threads(nthreads)
-                    run: Callable[[], Any] = functools.partial(
-                        module.select, c, a, b, None, (n,), None, None, None
-                    )
-                    assert np.array_equal(run(), expected)
-                    time.sleep(0.005)
-                    times, threaded = [], []
-                    for _ in range(number):
-                        before = module.stats()["threaded_calls"]
-                        start = time.perf_counter()
-                        run()
-                        times.append(time.perf_counter() - start)
-                        threaded.append(module.stats()["threaded_calls"] - before)
-                    modes[name].append(threaded)
-                    per_repeat[name].append(sum(times) / number)
-                    per_call[name] += times
-            print(f"\n{n:.0e} float32, {number} calls per repeat, load average {load_average()}")
-            print(
-                f"  {'contender':<30} {'median':>8} {'IQR':>20} {'IQR/med':>8} | per call:"
-                f" {'p25':>7} {'p50':>7} {'p75':>7} {'p90':>7} (ms) | threaded  switches"
-            )
-            for name, _, _ in contenders:
-                v = per_repeat[name]
-                med = statistics.median(v)
-                q25, q75 = _percentiles(v, (25, 75))
-                p = _percentiles(per_call[name], (25, 50, 75, 90))
-                md = [x for batch in modes[name] for x in batch]
-                switches = sum(
-                    sum(1 for x, y in itertools.pairwise(batch) if x != y) for batch in modes[name]
-                )
-                print(
-                    f"  {name:<30} {med * 1e3:8.3f} [{q25 * 1e3:8.3f}, {q75 * 1e3:8.3f}]"
-                    f" {(q75 - q25) / med:8.2f} |          "
-                    + " ".join(f"{x * 1e3:7.3f}" for x in p)
-                    + f"      | {sum(md):4d}/{len(md):<4d} {switches:4d}"
-                )
+            _one_size(rng, n, number, contenders, args.repeats)
         for name, module in kernels:
             print(f"# {name}: stats {module.stats()}")
-        print(f"# load average at the end {load_average()}")
+        print(f"# {format_load(load_before, load_average())}")
     finally:
-        if busy is not None:
-            busy.kill()
-            busy.wait()
+        if competitor is not None:
+            competitor.kill()
+            competitor.wait()
         for _, module in kernels:
             module.set_num_threads(threads)
 

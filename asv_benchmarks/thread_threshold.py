@@ -22,13 +22,20 @@ every job is split (threshold 0), so this measures what the kernel's decision
 from __future__ import annotations
 
 import argparse
-import statistics
+import functools
 import time
 
 import numpy as np
 from arrayselect.backends.shared import kernel as numpy_kernel
 
 import arrayselect as asel
+from arrayselect._tools.bench_stats import (
+    busy,
+    compare_interleaved,
+    format_load,
+    load_average,
+    machine,
+)
 
 
 def main() -> None:
@@ -61,9 +68,19 @@ def main() -> None:
         if busy_gap
         else "back to back"
     )
+    load_before = load_average()
+    print(f"# {machine().describe()}")
     print(f"# threads={args.threads}, repeats={args.repeats}, float32, {mode}, median per call")
     print(f"{'elements':>10}  {'1 thread':>11}  {args.threads} threads  {'speedup':>8}")
     faster: list[tuple[int, bool]] = []
+
+    def before(threads: int) -> None:  # untimed, before each batch
+        asel.set_num_threads(threads)
+        if pause:
+            time.sleep(pause)
+        if busy_gap:
+            busy(busy_gap)
+
     try:
         for half_exp in range(24, 47):
             n = round(2 ** (half_exp / 2)) // 64 * 64
@@ -71,25 +88,16 @@ def main() -> None:
             a = rng.random(n, dtype=np.float32)
             b = rng.random(n, dtype=np.float32)
             number = 1 if pause or busy_gap else max(1, 2**16 // n * 4)
-            times: dict[int, list[float]] = {1: [], args.threads: []}
-            for threads in times:
+            for threads in (1, args.threads):
                 asel.set_num_threads(threads)
                 asel.select(c, a, b)
-            for repeat in range(args.repeats):
-                for threads in list(times)[:: 1 if repeat % 2 else -1]:  # alternate the order
-                    asel.set_num_threads(threads)
-                    if pause:
-                        time.sleep(pause)
-                    if busy_gap:
-                        end = time.perf_counter() + busy_gap
-                        while time.perf_counter() < end:
-                            pass
-                    start = time.perf_counter()
-                    for _ in range(number):
-                        asel.select(c, a, b)
-                    times[threads].append((time.perf_counter() - start) / number)
-            t1 = statistics.median(times[1])
-            tn = statistics.median(times[args.threads])
+
+            t1, tn = compare_interleaved(
+                [functools.partial(asel.select, c, a, b)] * 2,
+                args.repeats,
+                number=number,
+                setup=[functools.partial(before, 1), functools.partial(before, args.threads)],
+            )
             faster.append((n, tn < t1))
             print(
                 f"{n:>10}  {t1 * 1e6:>8.1f} us  {tn * 1e6:>8.1f} us  {t1 / tn:>7.2f}x", flush=True
@@ -105,6 +113,7 @@ def main() -> None:
             break
     print(f"threads pay from {threshold} elements on" if threshold else "threads never pay")
     print(f"stats: {numpy_kernel.kernel_stats()}")
+    print(f"# {format_load(load_before, load_average())}")
 
 
 if __name__ == "__main__":

@@ -15,18 +15,20 @@ a separate run of at least 2000 calls) and the speed relative to one thread.
 from __future__ import annotations
 
 import argparse
-import statistics
+import functools
 import time
 
 import numpy as np
 from arrayselect.backends.shared import _select_kernel as kernel
-from machine_state import load_average
 
-
-def _busy(seconds: float) -> None:
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        pass
+from arrayselect._tools.bench_stats import (
+    Spread,
+    busy,
+    format_load,
+    load_average,
+    machine,
+    time_interleaved,
+)
 
 
 def main() -> None:
@@ -43,10 +45,8 @@ def main() -> None:
     rng = np.random.default_rng(0)
     contenders = [("1 thread", 1, 50.0), ("spin 0", 2, 0.0), ("spin 50", 2, 50.0)]
     contenders.append(("spin 200", 2, 200.0))
-    print(
-        f"# repeats={args.repeats}, load average {load_average()}, "
-        f"loops {kernel.isa_info()['current']}"
-    )
+    load_before = load_average()
+    print(f"# {machine().describe()}; repeats={args.repeats}, loops {kernel.isa_info()['current']}")
     print(
         f"{'gap us':>6} {'elements':>8} {'contender':>10} {'median us':>10} {'IQR us':>18}"
         f" {'CPU us/call':>11} {'vs 1 thread':>11}"
@@ -69,41 +69,49 @@ def main() -> None:
                 ) -> None:
                     kernel.select(c, a, b, out, (n,), None, None, None)
                     if gap:
-                        _busy(gap)
+                        busy(gap)
 
-                number = max(200, int(10e-3 / (n * 0.3e-9 + gap)))
-                times: dict[str, list[float]] = {name: [] for name, _, _ in contenders}
-                order = list(contenders)
-                shuffler = np.random.default_rng(7)
-                for _ in range(args.repeats):
-                    shuffler.shuffle(order)  # type: ignore[arg-type]
-                    for name, threads, spin in order:
-                        kernel.set_num_threads(threads)
-                        kernel.set_spin_us(spin, saved_spin[1])
-                        for _ in range(3):
-                            run()
-                        start = time.perf_counter()
-                        for _ in range(number):
-                            run()
-                        times[name].append((time.perf_counter() - start) / number - gap)
-                        time.sleep(0.001)
-                cpu: dict[str, float] = {}
-                for name, threads, spin in contenders:
+                def contender(threads: int, spin: float) -> None:
                     kernel.set_num_threads(threads)
                     kernel.set_spin_us(spin, saved_spin[1])
-                    calls = max(2000, int(0.3 / (n * 0.3e-9 + gap)))
-                    start = time.process_time()
-                    for _ in range(calls):
+                    for _ in range(3):
                         run()
-                    cpu[name] = (time.process_time() - start) / calls - gap
-                one = statistics.median(times["1 thread"])
+
+                def settle(threads: int, spin: float) -> None:
+                    time.sleep(0.001)
+                    contender(threads, spin)
+
+                number = max(200, int(10e-3 / (n * 0.3e-9 + gap)))
+                samples = time_interleaved(
+                    [run] * len(contenders),
+                    args.repeats,
+                    number=number,
+                    setup=[
+                        functools.partial(settle, threads, spin) for _, threads, spin in contenders
+                    ],
+                )
+                spreads = {
+                    name: Spread.of([t - gap for t in times])
+                    for (name, _, _), times in zip(contenders, samples, strict=True)
+                }
+                cpu: dict[str, float] = {}
+                for name, threads, spin in contenders:
+                    calls = max(2000, int(0.3 / (n * 0.3e-9 + gap)))
+                    (per_call,) = time_interleaved(
+                        [run],
+                        1,
+                        number=calls,
+                        clock=time.process_time,
+                        setup=[functools.partial(contender, threads, spin)],
+                    )
+                    cpu[name] = per_call[0] - gap
+                one = spreads["1 thread"].median
                 for name, _, _ in contenders:
-                    med = statistics.median(times[name])
-                    q25, q75 = (float(q) for q in np.percentile(times[name], [25, 75]))
+                    spread = spreads[name]
                     print(
-                        f"{gap * 1e6:6g} {n:>8} {name:>10} {med * 1e6:10.1f} "
-                        f"[{q25 * 1e6:7.1f}, {q75 * 1e6:7.1f}] {cpu[name] * 1e6:11.1f} "
-                        f"{one / med:10.2f}x",
+                        f"{gap * 1e6:6g} {n:>8} {name:>10} {spread.median * 1e6:10.1f} "
+                        f"[{spread.q1 * 1e6:7.1f}, {spread.q3 * 1e6:7.1f}] {cpu[name] * 1e6:11.1f} "
+                        f"{one / spread.median:10.2f}x",
                         flush=True,
                     )
     finally:
@@ -111,7 +119,7 @@ def main() -> None:
         kernel.set_num_threads(saved[0])
         kernel.set_parallel_min(saved[1])
         kernel.set_load_guard(True)
-    print(f"# load average at the end {load_average()}")
+    print(f"# {format_load(load_before, load_average())}")
 
 
 if __name__ == "__main__":

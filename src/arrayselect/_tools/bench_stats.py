@@ -4,8 +4,8 @@ the interleaved timing the measuring scripts share.
 Pure functions and small records that can be tested without timing anything (the
 spread of a set of timing rounds, the rule that marks a row's ratio unreliable, the
 description of the machine: CPU model, cores, load average, printed with every
-table), and :func:`compare_interleaved`, the one loop that times contenders against
-each other in one run.
+table), and :func:`time_interleaved`, the one loop that times contenders against
+each other in one run (:func:`compare_interleaved`: its medians).
 """
 
 from __future__ import annotations
@@ -25,12 +25,14 @@ __all__ = [
     "NOISE_LIMIT",
     "Machine",
     "Spread",
+    "busy",
     "compare_interleaved",
     "flag_reasons",
     "format_load",
     "load_average",
     "machine",
     "rule_text",
+    "time_interleaved",
     "usable_cores",
 ]
 
@@ -178,32 +180,50 @@ def format_load(before: float | None, after: float | None) -> str:
     return f"load average {before:.2f} before, {after:.2f} after (1-minute)"
 
 
-def compare_interleaved(
+def busy(seconds: float) -> None:
+    """Keep this thread busy for ``seconds`` (a program doing other work between
+    calls: unlike a sleep, the core stays awake and the caches are disturbed)."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def time_interleaved(
     fns: Sequence[Callable[[], object]],
     repeats: int,
     sample_seconds: float = 0.02,
     *,
     number: int | None = None,
     clock: Callable[[], float] = time.perf_counter,
-) -> list[float]:
-    """Median seconds per call of each function, their batches run in a new random
-    order each repeat.
+    setup: Sequence[Callable[[], object] | None] | None = None,
+) -> list[list[float]]:
+    """Seconds per call of each function in each repeat, their batches run in a new
+    random order each repeat: the one timing loop of the measuring scripts.
 
     Each batch is ``number`` consecutive calls (with no call before them: a single
     call may be timed cold), or by default as many as last about ``sample_seconds``
     (each function is called twice first, to warm it and to size its batch).
-    ``clock`` reads the time: ``time.thread_time`` counts only the calling thread's
-    CPU time, which a busy machine's preemptions do not inflate (only for calls that
-    run on that thread). A fixed order would make each function always follow the
-    same one; one that leaves the allocator in a state that taxes the next call's
-    fresh output (NumPy's temporaries, JAX's buffers) would then tax the same
-    contender every repeat.
+    ``setup[k]``, where given, runs untimed before each of ``fns[k]``'s batches (set
+    a thread count, sleep, warm up). ``clock`` reads the time: ``time.thread_time``
+    counts only the calling thread's CPU time, which a busy machine's preemptions do
+    not inflate (only for calls that run on that thread). A fixed order would make
+    each function always follow the same one; one that leaves the allocator in a
+    state that taxes the next call's fresh output (NumPy's temporaries, JAX's
+    buffers) would then tax the same contender every repeat.
+
+    Returns
+    -------
+    list of list of float
+        Per function, its ``repeats`` samples (:meth:`Spread.of` summarises them).
     """
+    prepare = list(setup) if setup is not None else [None] * len(fns)
     numbers = []
-    for fn in fns:
+    for fn, before in zip(fns, prepare, strict=True):
         if number is not None:  # as given: no call before the timed ones
             numbers.append(number)
             continue
+        if before is not None:
+            before()
         fn()
         start = clock()
         fn()
@@ -214,8 +234,28 @@ def compare_interleaved(
     for _ in range(repeats):
         shuffle(order)
         for k in order:
+            before = prepare[k]
+            if before is not None:
+                before()
+            fn, calls = fns[k], numbers[k]
             start = clock()
-            for _ in range(numbers[k]):
-                fns[k]()
-            times[k].append((clock() - start) / numbers[k])
-    return [statistics.median(t) for t in times]
+            for _ in range(calls):
+                fn()
+            times[k].append((clock() - start) / calls)
+    return times
+
+
+def compare_interleaved(
+    fns: Sequence[Callable[[], object]],
+    repeats: int,
+    sample_seconds: float = 0.02,
+    *,
+    number: int | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+    setup: Sequence[Callable[[], object] | None] | None = None,
+) -> list[float]:
+    """Median seconds per call of each function: :func:`time_interleaved`'s medians."""
+    samples = time_interleaved(
+        fns, repeats, sample_seconds, number=number, clock=clock, setup=setup
+    )
+    return [statistics.median(t) for t in samples]

@@ -42,7 +42,6 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import os
 import statistics
 import sys
 import time
@@ -50,6 +49,8 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
+from arrayselect._tools.bench_stats import load_average, machine
 
 NOISE = 1.03  # ratios up to this count as "not slower"
 COPY_TARGET = 0.90
@@ -340,13 +341,14 @@ def environment(cp: Any) -> dict[str, Any]:
     import platform
     import subprocess
 
+    load = load_average()
     env: dict[str, Any] = {
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "python": platform.python_version(),
         "machine": platform.machine(),
         # the host's 1-minute load average and CPU: every figure says its load and machine
-        "load": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
-        "host_cpu": platform.processor() or platform.machine(),
+        "load": None if load is None else round(load, 2),
+        "host_cpu": machine().cpu,
     }
     for dist in (
         "arrayselect",

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import os
 from collections.abc import Callable
 from typing import Any
 
@@ -46,7 +45,7 @@ from arrayselect.backends.shared.kernel import kernel_select
 from arrayselect.backends.torch_backend.counting import CountingBackend
 
 import arrayselect as asel
-from arrayselect._tools.bench_stats import compare_interleaved
+from arrayselect._tools.bench_stats import compare_interleaved, format_load, load_average, machine
 
 
 def _interleaved(
@@ -164,11 +163,11 @@ def main() -> None:
         help="only the eager rows at 1, 100 and 1000 elements (to compare torch releases)",
     )
     args = parser.parse_args()
+    load_before = load_average()
     print(
-        f"torch {torch.__version__}, torch threads {torch.get_num_threads()}, arrayselect "
-        f"threads {asel.get_num_threads()}, recent-call check "
-        f"{torch_backend.RECENT_CHECK}, load average {os.getloadavg()[0]:.2f}, "
-        f"{args.repeats} repeats, medians"
+        f"# {machine().describe()}; torch {torch.__version__}, torch threads "
+        f"{torch.get_num_threads()}, arrayselect threads {asel.get_num_threads()}, "
+        f"recent-call check {torch_backend.RECENT_CHECK}, {args.repeats} repeats, medians"
     )
     rows = []
     # targets as torch.where's time over select's (above 1: select is faster); the
@@ -213,6 +212,7 @@ def main() -> None:
     for label, ours, peer, target in rows:
         times = f"{ours * 1e6:9.2f}us {peer * 1e6:10.2f}us"
         print(f"{label:30} {times}  {peer / ours:.2f} (target {target})")
+    print(f"# {format_load(load_before, load_average())}")
     if args.per_call:
         return
     print(f"\n{'graphs traced under torch.compile':30} {'select':>11} {'torch.where':>12}")

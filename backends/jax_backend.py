@@ -412,7 +412,8 @@ class JaxBackend(Backend):
 
     def device_of(self, x: Any) -> Hashable | None:
         if type(x) is _ArrayImpl:  # the usual array: half the time of the checks below
-            return cast(Hashable, x.sharding.device_set) if x.committed else None
+            array: Any = x  # (mypy narrows x to object)
+            return cast(Hashable, array.sharding.device_set) if array.committed else None
         # Tracers, NumPy arrays and uncommitted arrays go wherever the others are.
         if isinstance(x, _Tracer) or not isinstance(x, jax.Array) or not x.committed:
             return None

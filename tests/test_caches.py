@@ -81,7 +81,7 @@ def _written(path: Path) -> set[str]:
                 bases += [
                     s.value for t in targets for s in ast.walk(t) if isinstance(s, ast.Subscript)
                 ]
-            writes = ("setdefault", "update", "__setitem__", "append")
+            writes = ("setdefault", "update", "__setitem__", "append", "extend")
             if (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)

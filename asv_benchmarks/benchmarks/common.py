@@ -39,8 +39,6 @@ import contextlib
 import functools
 import importlib
 import math
-import statistics
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,6 +55,7 @@ except ImportError:  # asv < 0.6 or running a module by hand
 
 import arrayselect as asel
 from arrayselect import adapters
+from arrayselect._tools.bench_stats import compare_interleaved
 
 # Imported at module level on purpose: asv's forkserver imports the suite once
 # and forks a process per benchmark, so every child inherits these modules
@@ -402,18 +401,10 @@ def target(backend: str) -> Target:
 
 
 def median_time(fn: Callable[[], Any], min_time: float = 0.02, repeat: int = 5) -> float:
-    """Median seconds per call: ``repeat`` rounds of enough calls to last ``min_time``."""
-    start = time.perf_counter()
-    fn()
-    first = time.perf_counter() - start
-    number = max(1, int(min_time / max(first, 1e-7)))
-    rounds = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        for _ in range(number):
-            fn()
-        rounds.append((time.perf_counter() - start) / number)
-    return statistics.median(rounds)
+    """Median seconds per call: ``repeat`` rounds of enough calls to last ``min_time``
+    (:func:`arrayselect._tools.bench_stats.compare_interleaved`, the one timing loop)."""
+    (seconds,) = compare_interleaved([fn], repeat, min_time)
+    return seconds
 
 
 def copy_bandwidth(backend: str) -> float:

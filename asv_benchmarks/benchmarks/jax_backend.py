@@ -9,7 +9,6 @@ The overhead target (per-call time of ``arrayselect.select`` at size 1 within
 from __future__ import annotations
 
 import statistics
-import time
 from typing import Any, ClassVar
 
 try:
@@ -20,6 +19,7 @@ except ImportError:  # asv skips a benchmark whose setup raises NotImplementedEr
     jax = None
 
 import arrayselect as asel
+from arrayselect._tools import bench_stats  # not time_interleaved: asv runs time_* names
 
 
 def _require_jax() -> None:
@@ -67,16 +67,12 @@ class JaxEagerSelect:
         cond, then, else_ = _inputs(size, scalar_else=False)
         jitted = jax.jit(lax.select)
         baseline = lambda: jitted(cond, then, else_)  # noqa: E731
-        ratios = []
-        for _ in range(7):
-            times = []
-            for fn in (baseline, self.call):
-                start = time.perf_counter()
-                for _ in range(300):
-                    fn().block_until_ready()
-                times.append(time.perf_counter() - start)
-            ratios.append(times[0] / times[1])
-        return statistics.median(ratios)
+        theirs, ours = bench_stats.time_interleaved(
+            [lambda: baseline().block_until_ready(), lambda: self.call().block_until_ready()],
+            7,
+            number=300,
+        )
+        return statistics.median(t / o for t, o in zip(theirs, ours, strict=True))
 
     track_speed_ratio.unit = "ratio"  # type: ignore[attr-defined]
 

@@ -32,11 +32,10 @@ import functools
 import itertools
 import json
 import math
-import os
 import platform
 import statistics
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,6 +57,7 @@ from perf_charts import (
 )
 
 import arrayselect as asel
+from arrayselect._tools.bench_stats import load_average, time_interleaved, usable_cores
 
 #: The build-time measurement: sizes, dtypes (a 1-, a 4- and an 8-byte one: three
 #: panels like the asv figure's, in a few seconds), rounds, and the least
@@ -563,28 +563,6 @@ def _asv_report(files: list[Path], png: Path) -> str:
 # --------------------------------------------------------------------------- build-time run
 
 
-def _calibrate(fn: Callable[[], Any], portable: bool) -> int:
-    n = 1
-    while True:
-        if _batch(fn, n, portable) * n >= BATCH_SECONDS or n >= 10**5:
-            return n
-        n *= 4
-
-
-def _batch(fn: Callable[[], Any], n: int, portable: bool) -> float:
-    """Seconds per call of ``fn`` over ``n`` back-to-back calls.
-
-    ``portable``: the calls run inside one :func:`arrayselect.force_portable`
-    block, entered outside the timing; otherwise outside any block.
-    """
-    with _routing(portable):
-        fn()
-        start = time.perf_counter()
-        for _ in range(n):
-            fn()
-        return (time.perf_counter() - start) / n
-
-
 def _routing(portable: bool) -> contextlib.AbstractContextManager[None]:
     """``force_portable()`` for the portable rows; for the native backend no block at
     all, so that its calls run exactly as a user's do (fast path included).
@@ -608,9 +586,10 @@ def measure(
     """Time ``select`` against ``np.where`` on same-shape NumPy arrays, here and now.
 
     Per size and dtype: ``select`` (NumPy backend), ``np.where`` and ``select``
-    under ``force_portable()`` run in interleaved rounds (order reversed every
-    other round, so that a change of load hits all three). Each result is
-    checked against ``np.where`` first.
+    under ``force_portable()`` run in interleaved rounds
+    (:func:`arrayselect._tools.bench_stats.time_interleaved`: a new order every
+    round, so that a change of load hits all three). Each result is checked
+    against ``np.where`` first.
 
     Parameters
     ----------
@@ -630,6 +609,17 @@ def measure(
     """
     rng = np.random.default_rng(20240611)
     names = ("backend", "size", "dtype")
+    # The portable calls run inside one force_portable() block, entered before their
+    # batch and left before the next contender's: outside the timing.
+    block = contextlib.ExitStack()
+
+    def as_native() -> None:
+        block.close()
+
+    def as_portable() -> None:
+        block.close()
+        block.enter_context(asel.force_portable())
+
     rows = []
     for size, dtype in itertools.product(sizes, dtypes):
         cond, then, else_ = _inputs(rng, size, dtype)
@@ -637,16 +627,15 @@ def measure(
         for portable in (False, True):
             with _routing(portable):
                 assert np.array_equal(asel.select(cond, then, else_), expected)
-        calls: dict[str, tuple[Callable[[], Any], bool]] = {
-            "numpy": (functools.partial(asel.select, cond, then, else_), False),
-            "np.where": (functools.partial(np.where, cond, then, else_), False),
-            "portable": (functools.partial(asel.select, cond, then, else_), True),
-        }
-        counts = {k: _calibrate(*call) for k, call in calls.items()}
-        times: dict[str, list[float]] = {k: [] for k in calls}
-        for r in range(rounds):
-            for k in list(calls) if r % 2 == 0 else reversed(calls):
-                times[k].append(_batch(calls[k][0], counts[k], calls[k][1]))
+        select = functools.partial(asel.select, cond, then, else_)
+        with block:
+            samples = time_interleaved(
+                [select, functools.partial(np.where, cond, then, else_), select],
+                rounds,
+                BATCH_SECONDS,
+                setup=[as_native, as_native, as_portable],
+            )
+        times = dict(zip(("numpy", "np.where", "portable"), samples, strict=True))
         for backend in ("numpy", "portable"):
             row = _timing_row(
                 "SameShape",
@@ -668,8 +657,9 @@ def _measured_report(png: Path) -> str:
     rows = measure()
     seconds = time.perf_counter() - started
     plot_same_shape(rows, png, "How much faster than NumPy's own where? (this build machine)")
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    load = f", load average {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else ""
+    cpus = usable_cores()
+    load_now = load_average()
+    load = "" if load_now is None else f", load average {load_now:.1f}"
     lines = [
         ":::{note}",
         "No asv results were found in `asv_benchmarks/.asv/results/`, so these numbers were "

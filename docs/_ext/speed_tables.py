@@ -18,8 +18,6 @@ from __future__ import annotations
 import datetime
 import os
 import platform
-import statistics
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -27,6 +25,7 @@ import numpy as np
 
 import arrayselect as asel
 from arrayselect import adapters
+from arrayselect._tools.bench_stats import compare_interleaved, load_average, machine
 
 SIZES = (10**3, 10**5, 10**6)
 ROUNDS = 5
@@ -41,21 +40,12 @@ def _operands(case: str, size: int, rng: np.random.Generator) -> tuple[Any, Any,
     return cond, x1, x2
 
 
-def _per_call(fn: Callable[[], Any]) -> float:
-    start = time.perf_counter()
-    fn()
-    first = time.perf_counter() - start
-    number = max(1, int(BATCH_SECONDS / max(first, 1e-7)))
-    start = time.perf_counter()
-    for _ in range(number):
-        fn()
-    return (time.perf_counter() - start) / number
-
-
 def _caption(what: str) -> str:
+    load = load_average()
     return (
         f"{what} Measured while these pages were built, on {platform.machine()} "
-        f"({os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}) on "
+        f"({machine().cpu}, {os.cpu_count()} cores, load average "
+        f"{'not available' if load is None else f'{load:.2f}'}) on "
         f"{datetime.date.today().isoformat()}: median of {ROUNDS} interleaved rounds, a "
         "random boolean mask. A build machine is often busy: read the ratios, not the times."
     )
@@ -88,11 +78,7 @@ def _measure(lib: adapters.Library) -> list[list[str]]:
             same = got.dtype == expected.dtype and np.array_equal(
                 got.view(np.uint8), expected.view(np.uint8)
             )
-            mine, theirs = [], []
-            for _ in range(ROUNDS):
-                mine.append(_per_call(ours))
-                theirs.append(_per_call(peer))
-            t_ours, t_peer = statistics.median(mine), statistics.median(theirs)
+            t_ours, t_peer = compare_interleaved([ours, peer], ROUNDS, BATCH_SECONDS)
             peer_name = f"{lib.compiler}({lib.peer_name})" if lib.compiler else lib.peer_name
             rows.append(
                 [
@@ -143,12 +129,7 @@ def torch_table() -> str:
         )
 
     def timed(label: str, ours: Callable[[], Any], peer: Callable[[], Any]) -> None:
-        ours(), peer()
-        mine, theirs = [], []
-        for _ in range(ROUNDS):
-            mine.append(_per_call(ours))
-            theirs.append(_per_call(peer))
-        t_ours, t_peer = statistics.median(mine), statistics.median(theirs)
+        t_ours, t_peer = compare_interleaved([ours, peer], ROUNDS, BATCH_SECONDS)
         rows.append([label, _time(t_ours), _time(t_peer), f"{t_peer / t_ours:.2f}"])
 
     for n, label in ((1, "1 element"), (10**6, "10^6"), (10**7, "10^7")):

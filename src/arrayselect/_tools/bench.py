@@ -30,7 +30,7 @@ from arrayselect._operations.select import backend_for, select
 from arrayselect._operations.where import where
 from arrayselect._tools import bench_chart as _bench_chart
 from arrayselect._tools import bench_stats as _bench_stats
-from arrayselect._tools.bench_stats import Spread
+from arrayselect._tools.bench_stats import Spread, time_interleaved
 
 __all__ = [
     "CASES",
@@ -348,14 +348,6 @@ class BenchReport:
         return all(row.status in _FINE for row in self.rows)
 
 
-def _round_time(fn: Callable[[], object], number: int) -> float:
-    """Seconds per call over ``number`` calls: one timing round."""
-    start = time.perf_counter()
-    for _ in range(number):
-        fn()
-    return (time.perf_counter() - start) / number
-
-
 @dataclass
 class _CopyProbe:
     """A device's memory floor, timed between the rounds of the rows it normalises.
@@ -368,22 +360,14 @@ class _CopyProbe:
     call: Callable[[], object]
     seconds: list[float] = field(default_factory=list)
 
-    def time(self) -> float:
-        """Time one copy; its bandwidth in bytes per second (read and write)."""
-        seconds = _round_time(self.call, 1)
-        self.seconds.append(seconds)
-        return 2 * self.nbytes / seconds
+    def record(self, seconds: Sequence[float]) -> list[float]:
+        """Keep the times of copies; their bandwidths in bytes per second (read and write)."""
+        self.seconds.extend(seconds)
+        return [2 * self.nbytes / s for s in seconds]
 
     def bandwidth(self) -> Spread:
         """The bandwidth over every copy timed so far."""
         return Spread.of([2 * self.nbytes / s for s in self.seconds])
-
-
-def _loops(fn: Callable[[], object], min_time: float) -> int:
-    start = time.perf_counter()
-    fn()
-    elapsed = time.perf_counter() - start
-    return max(1, min(10_000, int(min_time / max(elapsed, 1e-7))))
 
 
 def _bits(x: Any) -> Any:
@@ -487,14 +471,11 @@ def _measure(
     if problem:
         row.status, row.detail = "MISMATCH", problem
     peer()
-    ours_loops, peer_loops = _loops(ours, min_time), _loops(peer, min_time)
-    ours_times, peer_times, copies = [], [], []
-    for _ in range(repeat):  # interleaved, so all three see the same machine noise
-        ours_times.append(_round_time(ours, ours_loops))
-        peer_times.append(_round_time(peer, peer_loops))
-        if probe is not None:
-            copies.append(probe.time())
-    _summarise(row, ours_times, peer_times, copies)
+    # interleaved, so all three see the same machine noise; the copy once a round
+    fns = [ours, peer] if probe is None else [ours, peer, probe.call]
+    times = time_interleaved(fns, repeat, min_time, number=[None, None, 1][: len(fns)])
+    copies = [] if probe is None else probe.record(times[2])
+    _summarise(row, times[0], times[1], copies)
     return row
 
 

@@ -193,7 +193,7 @@ def time_interleaved(
     repeats: int,
     sample_seconds: float = 0.02,
     *,
-    number: int | None = None,
+    number: int | Sequence[int | None] | None = None,
     clock: Callable[[], float] = time.perf_counter,
     setup: Sequence[Callable[[], object] | None] | None = None,
 ) -> list[list[float]]:
@@ -202,7 +202,8 @@ def time_interleaved(
 
     Each batch is ``number`` consecutive calls (with no call before them: a single
     call may be timed cold), or by default as many as last about ``sample_seconds``
-    (each function is called twice first, to warm it and to size its batch).
+    (each function is called twice first, to warm it and to size its batch);
+    ``number`` may also give each function its own count (``None``: sized).
     ``setup[k]``, where given, runs untimed before each of ``fns[k]``'s batches (set
     a thread count, sleep, warm up). ``clock`` reads the time: ``time.thread_time``
     counts only the calling thread's CPU time, which a busy machine's preemptions do
@@ -217,10 +218,11 @@ def time_interleaved(
         Per function, its ``repeats`` samples (:meth:`Spread.of` summarises them).
     """
     prepare = list(setup) if setup is not None else [None] * len(fns)
+    counts = list(number) if isinstance(number, Sequence) else [number] * len(fns)
     numbers = []
-    for fn, before in zip(fns, prepare, strict=True):
-        if number is not None:  # as given: no call before the timed ones
-            numbers.append(number)
+    for fn, before, count in zip(fns, prepare, counts, strict=True):
+        if count is not None:  # as given: no call before the timed ones
+            numbers.append(count)
             continue
         if before is not None:
             before()
@@ -250,7 +252,7 @@ def compare_interleaved(
     repeats: int,
     sample_seconds: float = 0.02,
     *,
-    number: int | None = None,
+    number: int | Sequence[int | None] | None = None,
     clock: Callable[[], float] = time.perf_counter,
     setup: Sequence[Callable[[], object] | None] | None = None,
 ) -> list[float]:

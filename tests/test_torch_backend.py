@@ -76,6 +76,59 @@ def test_every_dtype_through_the_kernel_bit_exact(dtype: Any) -> None:
     assert torch.equal(_bits(got), expected)
 
 
+def _count_numpy_positions(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count apply_where's calls of the NumPy gather/scatter route (flat positions)."""
+    calls = [0]
+    real = torch_backend.numpy_positions
+
+    def counted(mask: Any) -> Any:
+        calls[0] += 1
+        return real(mask)
+
+    monkeypatch.setattr(torch_backend, "numpy_positions", counted)
+    return calls
+
+
+@pytest.mark.parametrize("dtype", KERNEL_DTYPES, ids=str)
+def test_apply_where_gathers_and_scatters_every_dtype_bit_exact(
+    dtype: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # f1 and f2 hand back what they were given: the result is where(cond, x, y) bit for
+    # bit only if every element was taken from and put back at its own position; x is a
+    # transposed view and y a step-2 slice, so C order is not memory order
+    routed = _count_numpy_positions(monkeypatch)
+    cond = _random((128, BIG // 128), torch.bool, 5)
+    x = _random((BIG // 128, 128), dtype, 6).T
+    y = _random((128, BIG // 64), dtype, 7)[:, ::2]
+    got = asel.apply_where(cond, (x, y), lambda a, b: a, lambda a, b: b)
+    assert routed[0] == 2  # cond's positions, and its inverse's
+    if dtype in (torch.complex32, torch.complex64, torch.complex128):
+        expected = _bits(torch.where(cond, x, y))
+    else:
+        expected = torch.where(cond, _bits(x), _bits(y))
+    assert got.dtype == dtype and torch.equal(_bits(got), expected)
+
+
+def test_apply_where_large_calls_keep_fill_values_and_gradients(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    routed = _count_numpy_positions(monkeypatch)
+    cond = _random((BIG,), torch.bool, 8)
+    x = torch.randn(BIG, dtype=torch.float64)
+    got = asel.apply_where(cond, (x,), torch.exp, fill_value=-0.5)
+    assert routed[0] == 1
+    assert torch.equal(got, torch.where(cond, torch.exp(x), -0.5))
+    fill = torch.randn(BIG, dtype=torch.float32)
+    got = asel.apply_where(cond, (x,), torch.exp, fill_value=fill)
+    assert got.dtype == torch.float64 and torch.equal(got, torch.where(cond, torch.exp(x), fill))
+    # a tensor that records gradients: torch indexes it with the mask, so autograd sees
+    # the gather and the scatter (the positions still come from NumPy)
+    leaf = x.clone().requires_grad_(True)
+    asel.apply_where(cond, (leaf,), torch.exp, fill_value=0.0).sum().backward()
+    assert leaf.grad is not None
+    assert torch.equal(leaf.grad, torch.where(cond, torch.exp(x), 0.0))
+
+
 @pytest.mark.parametrize("cond_dtype", [torch.int8, torch.uint8, torch.int32, torch.int64])
 def test_integer_conds_on_both_routes(cond_dtype: Any) -> None:
     for n in (7, BIG):

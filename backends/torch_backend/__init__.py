@@ -44,14 +44,17 @@ import sys
 import warnings
 from collections.abc import Callable, Sequence
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 import array_api_compat.torch as _compat_torch
 import numpy as np
 import torch
 from arrayselect.backends.shared.kernel import KERNEL_MISSING, kernel_select, set_openmp
+from arrayselect.backends.shared.numpy_family import positions as numpy_positions
+from arrayselect.backends.shared.numpy_family import put_at as numpy_put_at
 from arrayselect.backends.shared.numpy_family import select_cases as numpy_select_cases
 from arrayselect.backends.shared.numpy_family import select_n as numpy_select_n
+from arrayselect.backends.shared.numpy_family import take_at as numpy_take_at
 
 from arrayselect.plugin import (
     Backend,
@@ -749,6 +752,42 @@ class TorchBackend(Backend):
             )
         return result
 
+    # apply_where's gather and scatter (the core's generic algorithm): torch's boolean
+    # indexing of a random mask takes about 3 ms each way at 10^6 float32, NumPy's flat
+    # positions, take and assignment on the same memory about a third of the time
+    # (measured: AMD EPYC 2 cores, load 0.6, 2026-11-29, ad hoc timeit: sin where
+    # x < 0.5, else 0.0, at 10^6: 6.44 ms through torch, 1.84 ms through NumPy; at
+    # 8192: 61 and 30 us; at 10^3: 17 and 16 us). So plain eager CPU calls of the
+    # kernel route's size go through NumPy; anything else (autograd, a trace, small
+    # calls) indexes with the mask, as torch does.
+
+    def positions(self, mask: Any) -> Any:
+        if not self._kernel_eligible(mask.numel(), (mask,)):
+            return mask
+        return _FlatPositions(mask, numpy_positions(_kernel_view(mask)))
+
+    def take_at(self, x: Any, where: Any) -> Any:
+        if type(where) is not _FlatPositions:
+            return x[where]
+        if not self._numpy_may_read(x):
+            return x[where.mask]
+        taken = torch.from_numpy(numpy_take_at(_kernel_view(x), where.flat))
+        return taken if taken.dtype == x.dtype else taken.view(x.dtype)  # raw bits
+
+    def put_at(self, result: Any, where: Any, values: Any) -> None:
+        if type(where) is not _FlatPositions:
+            result[where] = values
+        elif not self._numpy_may_read(result, values):
+            result[where.mask] = values
+        else:
+            numpy_put_at(_kernel_view(result), where.flat, _kernel_view(values))
+            _written(result)
+
+    def _numpy_may_read(self, *tensors: Any) -> bool:
+        """Whether NumPy may read and write ``tensors``' memory: the kernel route's
+        rule, whose size :meth:`positions` checked."""
+        return self._kernel_eligible(self.kernel_min_size, tensors)
+
     @staticmethod
     def _profiled(name: str) -> Any:
         """A ``record_function`` range named ``name`` while the profiler runs, else
@@ -756,6 +795,14 @@ class TorchBackend(Backend):
         if _profiler_enabled():
             return torch.profiler.record_function(name)
         return contextlib.nullcontext()
+
+
+class _FlatPositions(NamedTuple):
+    """A mask's true elements as :meth:`TorchBackend.positions` gives them for the
+    NumPy route: the mask, and the flat positions (C order) in a NumPy array."""
+
+    mask: Any
+    flat: np.ndarray
 
 
 def create(xp: ModuleType) -> TorchBackend:

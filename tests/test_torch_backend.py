@@ -169,6 +169,37 @@ def test_out_in_place_including_then_and_else() -> None:
     assert torch.equal(got, torch.where(cond, torch.arange(BIG, dtype=torch.float32), -shifted))
 
 
+def test_small_out_cold_and_warm_whatever_it_aliases() -> None:
+    """A small call with out runs torch.where's own out= when torch takes it, and the
+    route (a temporary, then a copy) when torch refuses: a partial overlap, autograd."""
+    cond = torch.tensor([True, False, True, False, True])
+    for _ in range(3):  # cold, then warm
+        then, else_ = torch.arange(5.0), -torch.arange(5.0)
+        expected = torch.where(cond, then, else_)
+        assert asel.select(cond, then, else_, out=then) is then
+        assert torch.equal(then, expected)
+        then, else_ = torch.arange(5.0), -torch.arange(5.0)
+        assert asel.select(cond, then, else_, out=else_) is else_
+        assert torch.equal(else_, expected)
+        # out is a shifted view of then's memory (torch.where(out=) refuses it)
+        buf = torch.arange(6.0)
+        expected = torch.where(cond, buf[:-1].clone(), 7.0)
+        assert torch.equal(asel.select(cond, buf[:-1], 7.0, out=buf[1:]), expected)
+        assert torch.equal(buf[1:], expected)
+        # then broadcasts from out's first element
+        row = torch.arange(5.0)
+        expected = torch.where(cond, row[:1].clone(), -row)
+        got = asel.select(cond, row[:1], -row, out=row)
+        assert got is row and torch.equal(row, expected)
+        # autograd records the copy into a non-leaf out (torch.where(out=) refuses)
+        x = torch.rand(5, requires_grad=True)
+        out = torch.zeros(5) * 1.0
+        asel.select(cond, x, 0.0, out=out)
+        assert out.requires_grad
+        out.sum().backward()
+        assert torch.equal(x.grad, cond.float())
+
+
 def test_python_scalars_on_both_routes() -> None:
     for n in (5, BIG):
         cond = _random((n,), torch.bool, 5)

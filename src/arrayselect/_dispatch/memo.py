@@ -58,6 +58,8 @@ else:
 __all__ = ["clear", "find", "lookup", "one_device", "remember", "signature"]
 
 _CACHE_SIZE: Final = 1024
+# What find hands the C lookup for the registry's tracing checks once it has asked them
+_NO_TRACING_CHECKS: Final[dict[type, Callable[[], bool]]] = {}
 
 
 _MEMOS = BoundedCache[Hashable, Decision]("memo.family_signatures", _CACHE_SIZE)
@@ -153,12 +155,13 @@ def find(kind: str, operands: Sequence[Any]) -> Decision | None:
                 # (and the Python steps keep no memo then anyway)
                 break
         else:
+            # every registered check has just said no: the C lookup need not ask again
             memo = _family_find(
                 kind,
                 operands,
                 _settings.portable_forced(),
                 _layouts,
-                _registry.tracing_checks,
+                _NO_TRACING_CHECKS,
                 _memos,
                 _registry._backends,
             )

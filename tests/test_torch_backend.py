@@ -200,6 +200,22 @@ def test_small_out_cold_and_warm_whatever_it_aliases() -> None:
         assert torch.equal(x.grad, cond.float())
 
 
+def test_family_namespace_is_compat_torch_with_torch_where() -> None:
+    """The generic family algorithms' namespace: array_api_compat's torch namespace,
+    its inspection API included, with torch.where itself as where."""
+    import array_api_compat.torch as compat_torch
+
+    x = torch.ones(3)
+    xp = asel.backend_for(x, x, x).namespace(x)
+    assert xp.where is torch.where
+    assert xp.__array_api_version__ == compat_torch.__array_api_version__
+    info = xp.__array_namespace_info__()
+    assert info.capabilities() == compat_torch.__array_namespace_info__().capabilities()
+    for name in compat_torch.__all__:  # (it lists module dunders too: __builtins__)
+        if name != "where" and not name.startswith("__"):
+            assert getattr(xp, name) is getattr(compat_torch, name), name
+
+
 def test_python_scalars_on_both_routes() -> None:
     for n in (5, BIG):
         cond = _random((n,), torch.bool, 5)

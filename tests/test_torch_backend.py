@@ -191,13 +191,15 @@ def test_small_out_cold_and_warm_whatever_it_aliases() -> None:
         expected = torch.where(cond, row[:1].clone(), -row)
         got = asel.select(cond, row[:1], -row, out=row)
         assert got is row and torch.equal(row, expected)
-        # autograd records the copy into a non-leaf out (torch.where(out=) refuses)
-        x = torch.rand(5, requires_grad=True)
-        out = torch.zeros(5) * 1.0
-        asel.select(cond, x, 0.0, out=out)
-        assert out.requires_grad
-        out.sum().backward()
-        assert torch.equal(x.grad, cond.float())
+        # autograd records the copy into out (torch.where(out=) refuses), with a
+        # tensor and with a Python scalar beside x
+        for other in (torch.zeros(5), 0.0):
+            x = torch.rand(5, requires_grad=True)
+            out = torch.zeros(5)
+            asel.select(cond, x, other, out=out)
+            assert out.requires_grad
+            out.sum().backward()
+            assert torch.equal(x.grad, cond.float())
 
 
 def test_family_namespace_is_compat_torch_with_torch_where() -> None:

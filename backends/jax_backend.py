@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import functools
 import operator
-import struct
 import warnings
 from collections.abc import Callable, Hashable, Sequence
 from types import ModuleType
@@ -47,7 +46,7 @@ from arrayselect.plugin import (
     same_dim,
 )
 
-from .shared import jax_wider_dtypes_hint, jax_x64_enabled
+from .shared import jax_wider_dtypes_hint, jax_x64_enabled, scalar_key
 
 __all__ = ["DEFAULT_CACHE_SIZE", "CacheInfo", "JaxBackend", "create", "emit", "x64_enabled"]
 
@@ -433,7 +432,7 @@ class JaxBackend(Backend):
         """
         if getattr(like, "weak_type", False):
             return lax.full_like(like, np.asarray(value, dtype=dtype), shape=())
-        key = (_bits(value), dtype, x64_enabled())
+        key = (scalar_key(value), dtype, x64_enabled())
         try:
             return self._constants.data[key]
         except KeyError:
@@ -584,7 +583,7 @@ class JaxBackend(Backend):
             getattr(f1, "__wrapped__", f1),
             getattr(f2, "__wrapped__", f2),
             len(args),
-            _bits(fill_value) if scalar_fill else f2 is None,
+            scalar_key(fill_value) if scalar_fill else f2 is None,
         )
         try:
             return key, self._fused.data[key]
@@ -599,16 +598,6 @@ class JaxBackend(Backend):
             return _double_where(self, cond, args, f1, f2, fill if scalar_fill else array_fill)
 
         return key, self._fused.put(key, _Fused(jax.jit(joined), scalar_fill))
-
-
-def _bits(value: bool | int | float | complex) -> Hashable:
-    """A Python scalar as a key: its type and exact bits (a nan's sign and payload, the
-    sign of a zero), which equality of values does not tell apart."""
-    if type(value) is float:
-        return float, struct.pack("<d", value)
-    if type(value) is complex:
-        return complex, struct.pack("<dd", value.real, value.imag)
-    return type(value), value
 
 
 class _Fused(NamedTuple):

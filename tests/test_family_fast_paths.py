@@ -13,6 +13,8 @@ indexing for every item size they move.
 
 from __future__ import annotations
 
+import struct
+
 import warnings
 from collections.abc import Callable
 from types import ModuleType
@@ -211,7 +213,7 @@ def test_apply_where_fill_value_objects_cannot_change_an_answer(xp: ModuleType) 
     """Python fill values that are equal but differ (0.0 and -0.0, two nan objects),
     one object beside arguments of other dtypes, and a value the result dtype cannot
     hold after one it can, give warm and in any order what they give cold (NumPy
-    keeps each scalar fill's checked array per value object).
+    keeps each scalar fill's checked array per value: its type and bits).
     """
     from arrayselect.backends.shared import numpy_family
 
@@ -243,6 +245,27 @@ def test_apply_where_fill_value_objects_cannot_change_an_answer(xp: ModuleType) 
         assert [_outcome(call) for call in calls] == cold
     for _ in range(2):  # the other order
         assert [_outcome(call) for call in reversed(calls)] == cold[::-1]
+
+
+def test_numpy_scalar_fills_are_kept_per_value_not_per_object() -> None:
+    """A fill made anew on every call (``fill_value=float("nan")``) reuses the checked
+    array kept for its value; a nan of other bits and the other zero get their own."""
+    from arrayselect.backends.shared import numpy_family
+
+    x = np.array([1.0, -2.0, 3.0])
+    numpy_family._fills.clear()
+    fills = [float("nan"), float("inf") - float("inf"), 0.0, -0.0]
+    # each built at run time, so no two are one object
+    again = [float("nan"), float("inf") - float("inf"), float("0.0"), float("-0.0")]
+    for value in fills:
+        asel.apply_where(x > 0, x, np.negative, fill_value=value)
+    kept = len(numpy_family._fills)
+    assert kept == len({struct.pack("<d", v) for v in fills})  # by bits
+    for value, same in zip(fills, again, strict=True):
+        assert same is not value
+        got = asel.apply_where(x > 0, x, np.negative, fill_value=same)
+        assert struct.pack("<d", got[1]) == struct.pack("<d", same)
+    assert len(numpy_family._fills) == kept
 
 
 def test_family_memo_keys_hold_force_portable(memo_find: str) -> None:

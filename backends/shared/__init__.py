@@ -11,7 +11,9 @@ other.
   JAX backend and for the portable backend serving JAX arrays;
 * PyTorch's tensors that ``torch.where`` has no kernels for
   (:func:`torch_unsupported_layout`), for the PyTorch backend and for the portable
-  backend serving tensors.
+  backend serving tensors;
+* a Python scalar as a cache key, by its type and bits (:func:`scalar_key`), for the
+  constants and fills the NumPy and JAX backends keep per value.
 
 Nothing here imports a library: each function is asked about arrays of its library,
 which is then imported already (``sys.modules``).
@@ -19,10 +21,33 @@ which is then imported already (``sys.modules``).
 
 from __future__ import annotations
 
+import struct
 import sys
+from collections.abc import Hashable
 from typing import Any
 
-__all__ = ["jax_wider_dtypes_hint", "jax_x64_enabled", "torch_unsupported_layout"]
+__all__ = ["jax_wider_dtypes_hint", "jax_x64_enabled", "scalar_key", "torch_unsupported_layout"]
+
+_PACK_FLOAT = struct.Struct("<d").pack
+_PACK_COMPLEX = struct.Struct("<dd").pack
+
+
+def scalar_key(value: bool | int | float | complex) -> Hashable:
+    """A Python scalar as a cache key: equal for exactly the same scalar, its type and
+    bits (a nan's sign and payload, the sign of a zero, which equality of values does
+    not tell apart).
+
+    A float is its 8 bytes and a complex its 16 (no other key is bytes), anything else
+    ``(type, value)``.
+
+    >>> scalar_key(0.0) == scalar_key(-0.0), scalar_key(1) == scalar_key(True)
+    (False, False)
+    """
+    if type(value) is float:
+        return _PACK_FLOAT(value)
+    if type(value) is complex:
+        return _PACK_COMPLEX(value.real, value.imag)
+    return type(value), value
 
 
 def jax_x64_enabled() -> bool:

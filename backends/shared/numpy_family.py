@@ -16,13 +16,14 @@ position.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any, Final
 
 import numpy as np
 
 from arrayselect.plugin import Backend, BoundedCache, Shape, errors, generic
 
+from . import scalar_key
 from .kernel import KERNEL_MISSING, warn_kernel_missing
 
 #: Python scalar operands (exact types), as the core defines them.
@@ -329,14 +330,14 @@ def _promote(backend: Any, taken: Any, other: Any) -> Any:
         return _PROMOTED.put(key, backend.result_type(taken, other))
 
 
-# Per Python scalar fill_value, by identity (0.0 and -0.0 are equal but differ in
-# sign, and nan equals nothing, so equality cannot key it): the backend, the taken
-# side's dtype, the result dtype _promote gave and the read-only 0-d array of it
-# made from the value by the core's rule. An entry holds its value, so that the id
-# stays that object's; np.nan, a module constant or a literal in the caller's code
-# is one object from call to call. A call of 10^3 elements notices the promotion,
-# the range check and the conversion (about 0.5 us of its 5).
-_FILLS = BoundedCache[int, tuple[Any, Any, Any, Any, np.ndarray]](
+# Per Python scalar fill_value, by its type and bits (scalar_key: 0.0 and -0.0 are
+# equal but differ in sign, and nan equals nothing, so equality cannot key it): the
+# backend, the taken side's dtype, the result dtype _promote gave and the read-only
+# 0-d array of it made from the value by the core's rule. By value, not by object: a
+# fill made on every call (fill_value=float("nan")) is a new object each time. A call
+# of 10^3 elements notices the promotion, the range check and the conversion (about
+# 1.5 us of its 5).
+_FILLS = BoundedCache[Hashable, tuple[Any, Any, Any, np.ndarray]](
     "shared.numpy_family.apply_where_fills", 256
 )
 _fills = _FILLS.data  # read on every call
@@ -344,10 +345,11 @@ _fills = _FILLS.data  # read on every call
 
 def _scalar_fill(backend: Any, taken: Any, fill_value: Any) -> tuple[Any, np.ndarray]:
     """The result dtype and ``fill_value`` as a 0-d array of it (read-only), checked by
-    the core's :func:`~arrayselect.plugin.generic.fill_scalar`, kept per value object."""
+    the core's :func:`~arrayselect.plugin.generic.fill_scalar`, kept per value."""
+    key = scalar_key(fill_value)
     try:
-        value, owner, taken_dtype, dtype, base = _fills[id(fill_value)]
-        if value is fill_value and owner is backend and taken_dtype is taken.dtype:
+        owner, taken_dtype, dtype, base = _fills[key]
+        if owner is backend and taken_dtype is taken.dtype:
             return dtype, base
     except KeyError:
         pass
@@ -356,7 +358,7 @@ def _scalar_fill(backend: Any, taken: Any, fill_value: Any) -> tuple[Any, np.nda
     # wrapper: for a Python scalar, np.array(v, dtype) converts as ndarray.fill does
     base = np.array(generic.fill_scalar(backend, fill_value, dtype), dtype)
     base.flags.writeable = False
-    _FILLS.put(id(fill_value), (fill_value, backend, taken.dtype, dtype, base))
+    _FILLS.put(key, (backend, taken.dtype, dtype, base))
     return dtype, base
 
 

@@ -14,7 +14,6 @@ indexing for every item size they move.
 from __future__ import annotations
 
 import struct
-
 import warnings
 from collections.abc import Callable
 from types import ModuleType

@@ -40,6 +40,7 @@ def scalar_key(value: bool | int | float | complex) -> Hashable:
     A float is its 8 bytes and a complex its 16 (no other key is bytes), anything else
     ``(type, value)``.
 
+    >>> from arrayselect.backends.shared import scalar_key
     >>> scalar_key(0.0) == scalar_key(-0.0), scalar_key(1) == scalar_key(True)
     (False, False)
     """

@@ -259,12 +259,11 @@ def test_numpy_scalar_fills_are_kept_per_value_not_per_object() -> None:
     for value in fills:
         asel.apply_where(x > 0, x, np.negative, fill_value=value)
     kept = len(numpy_family._fills)
-    assert kept == len({struct.pack("<d", v) for v in fills})  # by bits
     for value, same in zip(fills, again, strict=True):
         assert same is not value
         got = asel.apply_where(x > 0, x, np.negative, fill_value=same)
-        assert struct.pack("<d", got[1]) == struct.pack("<d", same)
-    assert len(numpy_family._fills) == kept
+        assert struct.pack("<d", got[1]) == struct.pack("<d", same)  # its own bits
+    assert len(numpy_family._fills) == kept  # each found by its value: nothing new
 
 
 def test_family_memo_keys_hold_force_portable(memo_find: str) -> None:

@@ -330,14 +330,17 @@ def _promote(backend: Any, taken: Any, other: Any) -> Any:
         return _PROMOTED.put(key, backend.result_type(taken, other))
 
 
-# Per Python scalar fill_value, by its type and bits (scalar_key: 0.0 and -0.0 are
-# equal but differ in sign, and nan equals nothing, so equality cannot key it): the
-# backend, the taken side's dtype, the result dtype _promote gave and the read-only
-# 0-d array of it made from the value by the core's rule. By value, not by object: a
-# fill made on every call (fill_value=float("nan")) is a new object each time. A call
-# of 10^3 elements notices the promotion, the range check and the conversion (about
-# 1.5 us of its 5).
-_FILLS = BoundedCache[Hashable, tuple[Any, Any, Any, np.ndarray]](
+# Per Python scalar fill_value: the backend, the taken side's dtype, the result dtype
+# _promote gave and the read-only 0-d array of it made from the value by the core's
+# rule. Each entry is kept under two keys: the value object's id, the cheapest lookup
+# (the entry holds the object, so that the id stays its own: np.nan, a module constant
+# or a literal in the caller's code is one object from call to call), and the value's
+# type and bits (scalar_key: 0.0 and -0.0 are equal but differ in sign, and nan equals
+# nothing, so equality cannot key it), which serves a fill made anew on every call
+# (fill_value=float("nan")). A call of 10^3 elements notices the promotion, the range
+# check and the conversion (about 1.5 us of its 5), and even the bits key in place of
+# the id (about 0.1 us).
+_FILLS = BoundedCache[Hashable, tuple[Any, Any, Any, Any, np.ndarray]](
     "shared.numpy_family.apply_where_fills", 256
 )
 _fills = _FILLS.data  # read on every call
@@ -346,19 +349,31 @@ _fills = _FILLS.data  # read on every call
 def _scalar_fill(backend: Any, taken: Any, fill_value: Any) -> tuple[Any, np.ndarray]:
     """The result dtype and ``fill_value`` as a 0-d array of it (read-only), checked by
     the core's :func:`~arrayselect.plugin.generic.fill_scalar`, kept per value."""
-    key = scalar_key(fill_value)
+    ident, bits = id(fill_value), None
     try:
-        owner, taken_dtype, dtype, base = _fills[key]
+        # `in` first: a fill made anew misses by id on every call, and a raised
+        # KeyError costs more than the test (a KeyError still means a miss: another
+        # thread may empty the cache between the test and the read)
+        if ident in _fills:
+            value, owner, taken_dtype, dtype, base = _fills[ident]
+            if value is fill_value and owner is backend and taken_dtype is taken.dtype:
+                return dtype, base
+        bits = scalar_key(fill_value)
+        _, owner, taken_dtype, dtype, base = _fills[bits]
         if owner is backend and taken_dtype is taken.dtype:
             return dtype, base
     except KeyError:
         pass
+    if bits is None:
+        bits = scalar_key(fill_value)
     dtype = _promote(backend, taken, fill_value)
     # the core's range check; then np.full_like's conversion without its Python
     # wrapper: for a Python scalar, np.array(v, dtype) converts as ndarray.fill does
     base = np.array(generic.fill_scalar(backend, fill_value, dtype), dtype)
     base.flags.writeable = False
-    _FILLS.put(key, (backend, taken.dtype, dtype, base))
+    entry = (fill_value, backend, taken.dtype, dtype, base)
+    _FILLS.put(id(fill_value), entry)
+    _FILLS.put(bits, entry)
     return dtype, base
 
 

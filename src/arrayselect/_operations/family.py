@@ -23,6 +23,7 @@ from arrayselect._dispatch import memo as _memo
 from arrayselect._dispatch.registry import library_of
 from arrayselect._operations import generic as _generic
 from arrayselect._operations.pipeline import APPLY_WHERE, SELECT_CASES, SELECT_N, check_operands
+from arrayselect._operations.select import record_kinds, select_multidirectional
 from arrayselect._rules.backend import Backend
 from arrayselect._rules.shapes import Shape
 from arrayselect._validation.checks import (
@@ -86,6 +87,13 @@ def select_n(which: Any, *cases: Any, out: Any = None) -> Any:
     >>> asel.select_n(np.array([True, False]), 0.0, np.array([1.5, 2.5]))
     array([1.5, 0. ])
     """
+    if len(cases) == 2:
+        # A boolean which over two cases is select(which, cases[1], cases[0]) with
+        # everything broadcast together, by the same rules (select_n's dtype rule is
+        # select's): select's fast path, where it serves the call.
+        result = select_multidirectional(which, cases[1], cases[0], out)
+        if result is not NotImplemented:
+            return result
     if cases:
         operands = (which, *cases) if out is None else (which, *cases, out)
         kind = "select_n" if out is None else "select_n out"
@@ -100,6 +108,7 @@ def select_n(which: Any, *cases: Any, out: Any = None) -> Any:
     backend, named, dtype, ranges, values, shape, _ = check_operands(
         SELECT_N, [("which", which)], named_cases, out
     )
+    record_kinds(backend, [which])
     # The position of the first array case, else of which. A plain loop: torch 2.8's
     # Dynamo cannot trace next() with a default.
     like = 0

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple, cast
 
+from arrayselect._base.caches import BoundedCache
+from arrayselect._base.errors import SelectError
 from arrayselect._dispatch import registry as _registry
 from arrayselect._dispatch.registry import resolve
 from arrayselect._operations.pipeline import SELECT, check_operands
@@ -12,12 +15,27 @@ from arrayselect._rules.shapes import SelectPlan, check_options, make_plan
 from arrayselect._validation.checks import ScalarRange
 from arrayselect._validation.decision import Decision, ScalarPlan
 
-__all__ = ["Validated", "backend_for", "select", "select_general", "validate"]
+__all__ = [
+    "Validated",
+    "backend_for",
+    "record_kinds",
+    "select",
+    "select_general",
+    "select_multidirectional",
+    "validate",
+]
 
 # Bound by assignment, not by import: CPython 3.11 compiles ``name.method(...)`` on an
 # imported name as an attribute load plus call (for modules), which costs a bound
 # method per call; on a plain global it is a method call.
 _fast_paths = _registry.fast_paths
+_tracing_checks = _registry.tracing_checks
+
+# The dtype kind of each (array type, dtype) a validated call has shown: what the front
+# ends that reduce to select (where, select_n) read to know that a mask is boolean
+# without asking a backend.
+_KINDS = BoundedCache[tuple[type, Any], Any]("select.dtype_kinds", 256)
+_kinds = _KINDS.data  # read on every such call
 
 
 def select(
@@ -215,6 +233,49 @@ def select_positional(
     )
     assert decision.plan is not None  # select's decisions hold their plan
     return backend.select(cond, then, else_, decision.plan, out)
+
+
+def record_kinds(backend: Backend, arrays: list[Any]) -> None:
+    """Keep the dtype kind of each of ``arrays`` (validated, served by ``backend``) for
+    :func:`select_multidirectional`."""
+    for x in arrays:
+        _KINDS.put((type(x), x.dtype), backend.dtype_kind(x.dtype))
+
+
+def select_multidirectional(
+    cond: Any,
+    then: Any,
+    else_: Any,
+    out: Any,
+    agree: Callable[[Any, Any, type, dict[tuple[type, Any], Any]], bool] | None = None,
+) -> Any:
+    """``select(cond, then, else_, cond_broadcast="multidirectional", out=out)`` by
+    select's fast path, for a front end whose call is exactly that select; else
+    ``NotImplemented``.
+
+    A front end calls it for a call that means this select once ``cond`` is boolean
+    (``where`` with nothing to promote, ``select_n`` with a boolean ``which`` and two
+    cases): no trace running, ``cond`` of a dtype :func:`record_kinds` has seen as
+    boolean, and ``agree(then, else_, type(cond), kinds)`` where given. A call the fast
+    path does not serve, or refuses (any :class:`SelectError`, in select's words),
+    answers ``NotImplemented``: the front end's whole way then validates it and raises
+    in its own words. Nothing is written before a refusal.
+    """
+    array_type = type(cond)
+    fast = _fast_paths.get(array_type)
+    if fast is None:
+        return NotImplemented
+    tracing = _tracing_checks.get(array_type)
+    if tracing is not None and tracing():
+        return NotImplemented  # a compiler traces: the front end keeps no memo
+    try:
+        if _kinds[array_type, cond.dtype] != "bool" or (
+            agree is not None and not agree(then, else_, array_type, _kinds)
+        ):
+            return NotImplemented
+        return fast(cond, then, else_, "numpy", -1, "multidirectional", out)
+    except (KeyError, AttributeError, SelectError):
+        return NotImplemented
 
 
 def backend_for(cond: Any, then: Any, else_: Any, out: Any = None) -> Backend:

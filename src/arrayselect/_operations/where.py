@@ -42,7 +42,7 @@ from arrayselect._base.errors import (
 )
 from arrayselect._dispatch import registry as _registry
 from arrayselect._dispatch.registry import resolve
-from arrayselect._operations.select import select
+from arrayselect._operations.select import record_kinds, select, select_multidirectional
 from arrayselect._rules.shapes import broadcast_together
 from arrayselect._validation.checks import (
     PYTHON_SCALARS,
@@ -67,10 +67,6 @@ _NAMES: Final = ("condition", "x1", "x2")
 # converted by the library instead, as the library's own where would (inf for a float
 # too large for float16, say).
 _PROMOTIONS = BoundedCache[Hashable, Decision]("where.promotions", 1024)
-# The kind of each (array type, dtype) a decided call has shown: what where's fast
-# route reads to know that no promotion is to be done.
-_KINDS = BoundedCache[tuple[type, Any], Any]("where.kinds", 256)
-_fast_paths = _registry.fast_paths
 _promotions = _PROMOTIONS.data  # read on every call
 _tracing_checks = _registry.tracing_checks
 _portable_forced = _settings.portable_forced
@@ -147,24 +143,14 @@ def where(condition: Any, x1: Any, x2: Any, /) -> Any:
            [-1, -1, -1],
            [ 0,  1,  2]])
     """
-    array_type = type(condition)
-    tracing = _tracing_checks.get(array_type)
-    fast = _fast_paths.get(array_type)
-    if fast is not None and (tracing is None or not tracing()):
-        # No promotion to do (the values share a dtype, or a Python scalar fits the
-        # array's kind): where is select with multidirectional broadcasting, so the
-        # call goes straight to select's fast path. Anything else, and any error
-        # (raised in select's words), goes the whole way below.
-        try:
-            kinds = _KINDS.data
-            if kinds[array_type, condition.dtype] == "bool" and _no_promotion(
-                x1, x2, array_type, kinds
-            ):
-                result = fast(condition, x1, x2, "numpy", -1, "multidirectional", None)
-                if result is not NotImplemented:
-                    return result
-        except (KeyError, AttributeError, SelectError):
-            pass
+    # No promotion to do (the values share a dtype, or a Python scalar fits the array's
+    # kind): where is select with multidirectional broadcasting, so the call goes
+    # straight to select's fast path. Anything else, and any error (raised in select's
+    # words), goes the whole way below.
+    result = select_multidirectional(condition, x1, x2, None, _no_promotion)
+    if result is not NotImplemented:
+        return result
+    tracing = _tracing_checks.get(type(condition))
     if tracing is not None and tracing():
         # A compiler traces: no memo (the trace would be guarded on what it read).
         key: Hashable | None = None
@@ -287,9 +273,7 @@ def _decide(key: Hashable | None, condition: Any, x1: Any, x2: Any) -> Decision:
         # race only costs deciding again. Trimmed after inserting, so that each
         # thread leaves it within its bound, with or without a GIL.
         _PROMOTIONS.put(key, promotion)
-        for x in (condition, x1, x2):
-            if type(x) not in PYTHON_SCALARS:
-                _KINDS.put((type(x), x.dtype), backend.dtype_kind(x.dtype))
+        record_kinds(backend, [x for x in (condition, x1, x2) if type(x) not in PYTHON_SCALARS])
     return promotion
 
 

@@ -888,3 +888,22 @@ def test_fields_read_what_torch_says() -> None:
     assert check.read(torch.nn.Parameter(x)) is None  # not exactly torch.Tensor
     assert check.read(_nested()) is None  # torch refuses a nested tensor's sizes
     assert check.read(np.zeros(3)) is None
+
+
+def test_family_on_meta_tensors_computes_no_values() -> None:
+    """Meta tensors have a shape and dtype but no values (the backend's ``data_free``):
+    ``apply_where`` takes the double where, which needs none, and every call gives a
+    meta result of the right shape and dtype."""
+    x = torch.empty((2, 3), device="meta")
+    c = torch.empty((2, 3), dtype=torch.bool, device="meta")
+    w = torch.empty((3,), dtype=torch.int32, device="meta")
+    for result, dtype in (
+        (asel.apply_where(c, x, torch.log, fill_value=0.0), torch.float32),
+        (asel.apply_where(c, x, torch.log, torch.neg), torch.float32),
+        (asel.select_n(c, x, x), torch.float32),
+        (asel.select_n(w, x, x, x), torch.float32),
+        (asel.select_cases([c], [x], 0.0), torch.float32),
+    ):
+        assert result.device.type == "meta"
+        assert result.shape == (2, 3)
+        assert result.dtype == dtype

@@ -736,6 +736,10 @@ class TorchBackend(Backend):
     def traced(self, x: Any) -> bool:
         return _is_compiling()
 
+    def data_free(self, x: Any) -> bool:
+        # the base's question, without making a torch.device (0.07 against 0.33 us)
+        return bool(x.is_meta)
+
     def promote(self, values: Sequence[Any]) -> Any:
         if _is_compiling():  # Dynamo cannot trace torch.result_type
             return traceable_result_type(*values)
@@ -805,19 +809,25 @@ class TorchBackend(Backend):
             return mask
         return _FlatPositions(mask, numpy_positions(_kernel_view(mask)))
 
+    # Below the kernel route's size, torch's masked_select and masked_scatter_ are the
+    # mask's gather and scatter: the same elements in the same order as x[mask] and
+    # result[mask] = values, without advanced indexing's nonzero and index machinery
+    # (measured: AMD EPYC 2 cores, load 0.5, 2026-11-29, ad hoc timeit at 10^3 float32,
+    # half true: 4.9 against 6.3 us to gather, 1.6 against 6.5 us to scatter).
+
     def take_at(self, x: Any, where: Any) -> Any:
         if type(where) is not _FlatPositions:
-            return x[where]
+            return torch.masked_select(x, where)
         if not self._numpy_may_read(x):
-            return x[where.mask]
+            return torch.masked_select(x, where.mask)
         taken = torch.from_numpy(numpy_take_at(_kernel_view(x), where.flat))
         return taken if taken.dtype == x.dtype else taken.view(x.dtype)  # raw bits
 
     def put_at(self, result: Any, where: Any, values: Any) -> None:
         if type(where) is not _FlatPositions:
-            result[where] = values
+            result.masked_scatter_(where, values)
         elif not self._numpy_may_read(result, values):
-            result[where.mask] = values
+            result.masked_scatter_(where.mask, values)
         else:
             numpy_put_at(_kernel_view(result), where.flat, _kernel_view(values))
             _written(result)

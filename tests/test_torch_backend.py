@@ -890,6 +890,32 @@ def test_fields_read_what_torch_says() -> None:
     assert check.read(np.zeros(3)) is None
 
 
+def test_signature_tells_tensors_apart_as_their_attributes_do() -> None:
+    """The backend's signature (the fields check's reading where it is verified) is
+    equal for two tensors exactly when their shape, dtype, device and layout are; what
+    it cannot read (a Parameter, a nested tensor) it signs by those attributes, and a
+    reading never equals such a signature (a nested tensor has no shape to sign: the
+    general path says so)."""
+    from arrayselect.backends.torch_backend import recent as torch_recent
+
+    backend = torch_backend.TorchBackend()
+    sign = backend.signature
+    if isinstance(sign, tuple):
+        pytest.skip(f"fields not used here: {torch_backend.RECENT_CHECKS['fields'][1]}")
+    with pytest.raises(RuntimeError, match="sizes"):
+        sign(_nested())
+    probes = torch_recent.probe_tensors(torch_backend.RECENT_CHECKED_DTYPES)
+    probes.append(torch.nn.Parameter(torch.zeros((2, 3))))
+    signs = [sign(x) for x in probes]
+    for x, sx in zip(probes, signs, strict=True):
+        if type(x) is not torch.Tensor or x.dim() > 16:
+            assert sx == (x.shape, x.dtype, x.device, x.layout)
+        for y, sy in zip(probes, signs, strict=True):
+            same = type(x) is type(y) and torch_recent.same_key(x, y)
+            read_both = type(sx[0]) is type(sy[0])
+            assert (sx == sy) == (same and read_both), (x, y)
+
+
 def test_family_on_meta_tensors_computes_no_values() -> None:
     """Meta tensors have a shape and dtype but no values (the backend's ``data_free``):
     ``apply_where`` takes the double where, which needs none, and every call gives a

@@ -301,6 +301,25 @@ PyDoc_STRVAR(read_doc,
              "device_index, layout, sizes)\nin libtorch's codes, or None if x is not "
              "exactly the tensor type or a read fails.");
 
+/* (dtype, device_type, device_index, layout, sizes) of fields read. */
+static PyObject *
+fields_tuple(const Fields *f)
+{
+    PyObject *sizes = PyTuple_New((Py_ssize_t)f->dim);
+    if (sizes == NULL) {
+        return NULL;
+    }
+    for (int64_t d = 0; d < f->dim; d++) {
+        PyObject *size = PyLong_FromLongLong(f->sizes[d]);
+        if (size == NULL) {
+            Py_DECREF(sizes);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(sizes, (Py_ssize_t)d, size);
+    }
+    return Py_BuildValue("(iiiiN)", f->dtype, f->device_type, f->device_index, f->layout, sizes);
+}
+
 static PyObject *
 recent_read(RecentCalls *self, PyObject *x)
 {
@@ -308,19 +327,38 @@ recent_read(RecentCalls *self, PyObject *x)
     if (read_fields(self, x, &f)) {
         Py_RETURN_NONE;
     }
-    PyObject *sizes = PyTuple_New((Py_ssize_t)f.dim);
-    if (sizes == NULL) {
+    return fields_tuple(&f);
+}
+
+PyDoc_STRVAR(signature_doc,
+             "signature(x)\n--\n\n"
+             "x's signature for the backend's caches: read(x) where it reads, else the\n"
+             "tuple (x.shape, x.dtype, x.device, x.layout). The two forms never compare\n"
+             "equal (an int is never a torch.Size); readings are equal exactly when those\n"
+             "attributes are (what the import-time check verified).");
+
+static PyObject *s_attrs[4];
+
+static PyObject *
+recent_signature(RecentCalls *self, PyObject *x)
+{
+    Fields f;
+    if (!read_fields(self, x, &f)) {
+        return fields_tuple(&f);
+    }
+    PyObject *sig = PyTuple_New(4);
+    if (sig == NULL) {
         return NULL;
     }
-    for (int64_t d = 0; d < f.dim; d++) {
-        PyObject *size = PyLong_FromLongLong(f.sizes[d]);
-        if (size == NULL) {
-            Py_DECREF(sizes);
+    for (Py_ssize_t k = 0; k < 4; k++) {
+        PyObject *value = PyObject_GetAttr(x, s_attrs[k]);
+        if (value == NULL) {
+            Py_DECREF(sig);
             return NULL;
         }
-        PyTuple_SET_ITEM(sizes, (Py_ssize_t)d, size);
+        PyTuple_SET_ITEM(sig, k, value);
     }
-    return Py_BuildValue("(iiiiN)", f.dtype, f.device_type, f.device_index, f.layout, sizes);
+    return sig;
 }
 
 PyDoc_STRVAR(held_doc, "held()\n--\n\nHow many signatures are held (0, 1 or 2).");
@@ -355,6 +393,7 @@ static PyMethodDef recent_methods[] = {
     {"fast_path", (PyCFunction)(void (*)(void))recent_fast_path, METH_FASTCALL, fast_path_doc},
     {"remember", (PyCFunction)(void (*)(void))recent_remember, METH_FASTCALL, remember_doc},
     {"read", (PyCFunction)recent_read, METH_O, read_doc},
+    {"signature", (PyCFunction)recent_signature, METH_O, signature_doc},
     {"held", (PyCFunction)recent_held, METH_NOARGS, held_doc},
     {"forget", (PyCFunction)recent_forget, METH_NOARGS, forget_doc},
     {NULL, NULL, 0, NULL},
@@ -480,6 +519,14 @@ PyInit__fields(void)
 #endif
     s_admits = PyUnicode_InternFromString("admits");
     s_prepare = PyUnicode_InternFromString("prepare");
+    const char *attrs[4] = {"shape", "dtype", "device", "layout"}; /* the backend's signature */
+    for (int k = 0; k < 4; k++) {
+        s_attrs[k] = PyUnicode_InternFromString(attrs[k]);
+        if (s_attrs[k] == NULL) {
+            Py_DECREF(m);
+            return NULL;
+        }
+    }
     if (s_admits == NULL || s_prepare == NULL ||
         as_add_type(m, "RecentCalls", &RecentCallsType) < 0) {
         Py_DECREF(m);

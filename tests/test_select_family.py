@@ -472,22 +472,6 @@ def _bad_cases(
         ),
         ("n-bool-three", asel.select_n, (c, a, b, a), {}, asel.SelectValueError, "exactly 2 cases"),
         (
-            "n-dtypes",
-            asel.select_n,
-            (w, a, f(np.ones(3, np.float64))),
-            {},
-            asel.SelectTypeError,
-            r"cases\[0\] and cases\[1\] must have the same dtype",
-        ),
-        (
-            "n-shape",
-            asel.select_n,
-            (w, a, f(np.ones(4, np.float32))),
-            {},
-            asel.SelectShapeError,
-            r"cases\[1\] shape \(4,\)",
-        ),
-        (
             "n-list",
             asel.select_n,
             (w, a, [1.0, 2.0, 3.0]),
@@ -502,40 +486,6 @@ def _bad_cases(
             {},
             asel.SelectTypeError,
             r"cases\[1\] is a Python float",
-        ),
-        (
-            "n-overflow",
-            asel.select_n,
-            (w, f(np.zeros(3, np.int8)), 300),
-            {},
-            asel.ScalarOverflowError,
-            r"cases\[1\]=300 is out of the range",
-        ),
-        # A boolean which over two cases takes select's fast path when it can: its
-        # refusals are select_n's, in select_n's words, cold and warm.
-        (
-            "n-bool-dtypes",
-            asel.select_n,
-            (c, a, f(np.ones(3, np.float64))),
-            {},
-            asel.SelectTypeError,
-            r"cases\[0\] and cases\[1\] must have the same dtype",
-        ),
-        (
-            "n-bool-shape",
-            asel.select_n,
-            (c, a, f(np.ones(4, np.float32))),
-            {},
-            asel.SelectShapeError,
-            r"cases\[1\] shape \(4,\)",
-        ),
-        (
-            "n-bool-overflow",
-            asel.select_n,
-            (c, f(np.zeros(3, np.int8)), 300),
-            {},
-            asel.ScalarOverflowError,
-            r"cases\[1\]=300 is out of the range",
         ),
         (
             "cases-lengths",
@@ -626,41 +576,54 @@ def _bad_cases(
             "f1 must be callable",
         ),
     ]
-    if supports_out(xp):
+    # An integer which, and a boolean one over two cases, which takes select's fast path
+    # where it can: its refusals are select_n's, in select_n's words, cold and warm.
+    for tag, which in (("n", w), ("n-bool", c)):
         rows += [
             (
-                "n-out-shape",
+                f"{tag}-dtypes",
                 asel.select_n,
-                (w, a, b),
-                {"out": f(np.zeros(4, np.float32))},
-                asel.SelectShapeError,
-                r"out has shape \(4,\)",
-            ),
-            (
-                "n-out-dtype",
-                asel.select_n,
-                (w, a, b),
-                {"out": f(np.zeros(3, np.float64))},
+                (which, a, f(np.ones(3, np.float64))),
+                {},
                 asel.SelectTypeError,
-                "out has dtype",
+                r"cases\[0\] and cases\[1\] must have the same dtype",
             ),
             (
-                "n-bool-out-shape",
+                f"{tag}-shape",
                 asel.select_n,
-                (c, a, b),
-                {"out": f(np.zeros(4, np.float32))},
+                (which, a, f(np.ones(4, np.float32))),
+                {},
                 asel.SelectShapeError,
-                r"out has shape \(4,\)",
+                r"cases\[1\] shape \(4,\)",
             ),
             (
-                "n-bool-out-dtype",
+                f"{tag}-overflow",
                 asel.select_n,
-                (c, a, b),
-                {"out": f(np.zeros(3, np.float64))},
-                asel.SelectTypeError,
-                "out has dtype",
+                (which, f(np.zeros(3, np.int8)), 300),
+                {},
+                asel.ScalarOverflowError,
+                r"cases\[1\]=300 is out of the range",
             ),
         ]
+        if supports_out(xp):
+            rows += [
+                (
+                    f"{tag}-out-shape",
+                    asel.select_n,
+                    (which, a, b),
+                    {"out": f(np.zeros(4, np.float32))},
+                    asel.SelectShapeError,
+                    r"out has shape \(4,\)",
+                ),
+                (
+                    f"{tag}-out-dtype",
+                    asel.select_n,
+                    (which, a, b),
+                    {"out": f(np.zeros(3, np.float64))},
+                    asel.SelectTypeError,
+                    "out has dtype",
+                ),
+            ]
     return rows
 
 

@@ -54,6 +54,9 @@ def _forms(xp: ModuleType, flip: str) -> dict[str, Call | None]:
         "where scalar": lambda: asel.where(c, scalar, y),
         "where promoted": lambda: asel.where(c, small, y),
         "select_n": lambda: asel.select_n(which3, x, y, z),
+        # select's fast path, for a select_n and a where that are a select
+        "select_n bool": lambda: asel.select_n(c, x, y),
+        "where": lambda: asel.where(c, x, y),
         "select_cases": lambda: asel.select_cases([c, x > 0], [x, y], -scalar),
         "apply_where": lambda: asel.apply_where(c, x, lambda v: v * 2, fill_value=scalar),
     }
@@ -64,6 +67,7 @@ def _forms(xp: ModuleType, flip: str) -> dict[str, Call | None]:
         view = out[::2] if flip == "out layout" else out  # other strides, same key
         forms["select out"] = lambda: asel.select(c, x, y, out=view)
         forms["select_n out"] = lambda: asel.select_n(which2, x, y, out=view)
+        forms["select_n bool out"] = lambda: asel.select_n(c, x, y, out=view)
     return forms
 
 

@@ -933,3 +933,30 @@ def test_family_on_meta_tensors_computes_no_values() -> None:
         assert result.device.type == "meta"
         assert result.shape == (2, 3)
         assert result.dtype == dtype
+
+
+def test_scalar_arrays_have_torch_tensors_bits() -> None:
+    """The backend's 0-d tensor for a Python scalar (``torch.scalar_tensor``) has the bits
+    ``torch.tensor`` gives, for every dtype the backend serves and values up to the ends
+    of its range: what the core admits."""
+    backend = torch_backend.TorchBackend()
+    like = torch.zeros(1)
+    for dtype in torch_backend.RECENT_CHECKED_DTYPES:
+        if dtype == torch.bool:
+            values: list[Any] = [True, False]
+        elif not (dtype.is_floating_point or dtype.is_complex):
+            info = torch.iinfo(dtype)
+            values = [int(info.min), int(info.max), 0, 1, int(info.max) // 3]
+        else:
+            real = torch.finfo(dtype if not dtype.is_complex else dtype.to_real())
+            edges = [float(real.max), -float(real.max), float(real.tiny), 0.1, 1 / 3, -0.0]
+            values = [*edges, float("inf"), float("-inf"), float("nan"), 7, True]
+            if dtype.is_complex:
+                values += [complex(a, b) for a in edges[:3] for b in edges[3:]]
+        for value in values:
+            got = backend.scalar_array(value, dtype, like)
+            want = torch.tensor(value, dtype=dtype)
+            assert got.dtype == dtype and got.shape == ()
+            assert bytes(got.reshape(1).view(torch.uint8)) == bytes(
+                want.reshape(1).view(torch.uint8)
+            ), (dtype, value)

@@ -535,7 +535,10 @@ class TorchBackend(Backend):
         return OutLayout(True, "", strides, itemsize)
 
     def scalar_array(self, value: bool | int | float | complex, dtype: Any, like: Any) -> Any:
-        return torch.tensor(value, dtype=dtype, device=like.device)
+        # scalar_tensor: torch.tensor's bits for every value the core admits for dtype
+        # (they differ only out of range: uint64 from a negative int, complex32 beyond
+        # its range), in half its time (1.3 against 2.6 us)
+        return torch.scalar_tensor(value, dtype=dtype, device=like.device)
 
     def result_type(self, x1: Any, x2: Any) -> Any:
         # The standard's promotion, as PyTorch's Array API namespace

@@ -275,7 +275,7 @@ def select_multidirectional(
         return NotImplemented
     tracing = _tracing_checks.get(array_type)
     if tracing is not None and tracing():
-        return NotImplemented  # a compiler traces: the front end keeps no memo
+        return NotImplemented  # a compiler traces: no cache is read (it would guard on it)
     try:
         if cond.dtype is not _bool_dtypes.get(array_type) or (
             agree is not None and not agree(then, else_, array_type, _kinds)

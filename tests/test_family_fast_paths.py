@@ -259,6 +259,8 @@ def test_numpy_scalar_fills_are_kept_per_value_not_per_object() -> None:
     for value in fills:
         asel.apply_where(x > 0, x, np.negative, fill_value=value)
     kept = len(numpy_family._fills)
+    # each fill under its object's id, and once per distinct bits
+    assert kept == len(fills) + len({struct.pack("<d", v) for v in fills})
     for value, same in zip(fills, again, strict=True):
         assert same is not value
         got = asel.apply_where(x > 0, x, np.negative, fill_value=same)

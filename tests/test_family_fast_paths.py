@@ -259,8 +259,10 @@ def test_numpy_scalar_fills_are_kept_per_value_not_per_object() -> None:
     for value in fills:
         asel.apply_where(x > 0, x, np.negative, fill_value=value)
     kept = len(numpy_family._fills)
-    # each fill under its object's id, and once per distinct bits
-    assert kept == len(fills) + len({struct.pack("<d", v) for v in fills})
+    # the first fill of each bits under its object's id and under its bits; a later
+    # fill of the same bits (inf - inf is the default nan on aarch64 and s390x) finds
+    # that entry and adds none
+    assert kept == 2 * len({struct.pack("<d", v) for v in fills})
     for value, same in zip(fills, again, strict=True):
         assert same is not value
         got = asel.apply_where(x > 0, x, np.negative, fill_value=same)

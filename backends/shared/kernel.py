@@ -52,6 +52,7 @@ __all__ = [
     "get_stream_threshold",
     "isa_info",
     "kernel_select",
+    "kernel_signature",
     "kernel_stats",
     "pool_info",
     "register_threadpoolctl",
@@ -78,6 +79,12 @@ kernel_select: Any
 #: claim), without running it. For tests and benchmarks.
 explain: Any
 
+#: ``kernel_signature(x)``: a NumPy array's shape and dtype as one small hashable key
+#: (see ``sk_signature`` in the C source), the NumPy backend's
+#: :meth:`~arrayselect.plugin.Backend.signature`; ``None`` in a build without the
+#: kernel, where the backend reads the two attributes.
+kernel_signature: Any
+
 
 def _no_kernel(*args: Any) -> Any:
     """What the kernel's entry points do in a build without it."""
@@ -89,9 +96,11 @@ def _no_kernel(*args: Any) -> Any:
 
 if _k is None:
     kernel_select = explain = _no_kernel
+    kernel_signature = None
 else:
     kernel_select = _k.select
     explain = _k.explain
+    kernel_signature = _k.signature
 
 
 def get_parallel_threshold() -> int:

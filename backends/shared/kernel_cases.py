@@ -6,10 +6,12 @@ Both run in one pass over the data for any number of cases (the kernel's
 case is applied to them, on the kernel's own loops and thread pool, moving
 every dtype as raw bits (NumPy's and ``ml_dtypes``' alike).
 
-The callers (the core's family functions) have validated the call and
-broadcast every operand to the output shape (``np.broadcast_to`` views are
-fine: any strides, zero strides included); the values share one dtype and
-``out``, when given, has that dtype and the output shape. These wrappers only
+The callers (the core's family functions) have validated the call: the operands
+broadcast together by NumPy's rule, which the kernel applies itself (an operand
+of fewer dimensions, or of length 1 along an axis, is read with stride 0: a
+Python scalar's 0-d array is never made full size; views of any strides are
+fine); the values share one dtype and ``out``, when given, has that dtype and
+the output shape. These wrappers only
 convert what the kernel cannot read as it is: a condition that is not a bool
 or integer of 1, 2, 4 or 8 bytes becomes ``cond != 0``, and an index array in
 non-native byte order is byte-swapped (a value's byte order needs nothing: its
@@ -69,9 +71,7 @@ KERNEL_CONDS: Final = frozenset(
 
 def _as_cond(c: Array) -> Array:
     """A condition the kernel tests as it is (nonzero is true), or ``c != 0``."""
-    if c.dtype.kind in "biu" and c.dtype.itemsize in (1, 2, 4, 8):
-        return c
-    return np.not_equal(c, 0)
+    return c if c.dtype in KERNEL_CONDS else np.not_equal(c, 0)
 
 
 def kernel_select_n(which: Array, cases: Sequence[Array], out: Array | None) -> Array:
@@ -81,9 +81,10 @@ def kernel_select_n(which: Array, cases: Sequence[Array], out: Array | None) -> 
     ----------
     which : numpy.ndarray
         Bool (exactly two cases: ``False`` picks ``cases[0]``) or any integer
-        dtype, broadcast to the output shape.
+        dtype.
     cases : sequence of numpy.ndarray
-        At least one array, all of one dtype, each broadcast to the output shape.
+        At least one array, all of one dtype; ``which`` and the cases broadcast
+        together to the output shape.
     out : numpy.ndarray or None
         Where to write (the output shape and the cases' dtype), or ``None`` for
         a new C-ordered array.
@@ -120,12 +121,13 @@ def kernel_select_cases(
     Parameters
     ----------
     conds : sequence of numpy.ndarray
-        At least one condition (nonzero is true), each broadcast to the output
-        shape; bool and integers of 1, 2, 4 or 8 bytes are read as they are.
+        At least one condition (nonzero is true); bool and integers are read as
+        they are, any other dtype as ``c != 0``.
     choices : sequence of numpy.ndarray
-        As many arrays as ``conds``, all of one dtype, broadcast to the output shape.
+        As many arrays as ``conds``, all of one dtype; the conditions, choices
+        and ``default`` broadcast together to the output shape.
     default : numpy.ndarray
-        Of the choices' dtype, broadcast to the output shape.
+        Of the choices' dtype.
     out : numpy.ndarray or None
         Where to write (the output shape and the choices' dtype), or ``None``
         for a new C-ordered array.

@@ -43,11 +43,8 @@ _kernel_select_n: Any = None
 _kernel_select_cases: Any = None
 _kernel_apply_take: Any = None
 _kernel_apply_put: Any = None
-_KERNEL_CONDS: frozenset[np.dtype[Any]] = frozenset()
 if KERNEL_MISSING is None:  # a build without the kernel runs NumPy's functions below
     from . import _select_kernel as _k
-    from .kernel_cases import KERNEL_CONDS as _KERNEL_CONDS
-    from .kernel_cases import _native
     from .kernel_cases import kernel_apply_put as _kernel_apply_put
     from .kernel_cases import kernel_apply_take as _kernel_apply_take
     from .kernel_cases import kernel_select_cases as _kernel_select_cases
@@ -86,36 +83,6 @@ def _any_out_of_range(which: np.ndarray, n: int) -> bool:
     return int(which.view(np.dtype(f"u{which.dtype.itemsize}")).max()) >= n
 
 
-def _plain(arrays: tuple[Any, ...], shape: tuple[int, ...], dtypes: Any = None) -> bool:
-    """Whether ``arrays`` are exactly ``np.ndarray`` of ``shape`` (of ``dtypes``, if
-    given): what the kernel's entry points take as they are.
-    """
-    for x in arrays:
-        if type(x) is not np.ndarray or x.shape != shape:
-            return False
-        if dtypes is not None and x.dtype not in dtypes:
-            return False
-    return True
-
-
-def _to_shape(x: Any, shape: tuple[int, ...]) -> np.ndarray:
-    """``x`` as an array of ``shape``: itself when it has it (``np.broadcast_to`` costs
-    microseconds a call, which small calls notice), else a broadcast view.
-    """
-    x = np.asarray(x)
-    return x if x.shape == shape else np.broadcast_to(x, shape)
-
-
-def _spread(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """0-d ``x`` as a read-only array of ``shape`` whose every element is its one value
-    (all strides 0): what ``np.broadcast_to`` makes, in a tenth of its time (0.5 us
-    against 4 at 10^3 float32 on the development VM), which a call of 10^3 notices.
-    """
-    spread = np.ndarray(shape, x.dtype, x, 0, (0,) * len(shape))
-    spread.flags.writeable = False
-    return spread
-
-
 def _as_index(which: np.ndarray) -> np.ndarray:
     """``which`` as np.choose takes it (it refuses uint64: cast, the error path looks
     at the original values).
@@ -131,36 +98,25 @@ def select_n(
     ``scratch`` (``out`` is a fresh array the caller drops on error: no check first).
     """
     out_shape: tuple[int, ...] = shape  # type: ignore[assignment]  # NumPy: no unknown sizes
-    if HAVE_KERNEL and _plain((which, *cases), out_shape):
-        # The usual small call (arrays of the output shape): the kernel as it is,
-        # without the conversions below, which cost more than its pass at 10^3.
+    if HAVE_KERNEL:
+        # The kernel broadcasts the operands itself (stride 0): a Python scalar's 0-d
+        # case is never made full size, and the usual small call pays no conversions
+        # (np.broadcast_to costs more than the kernel's pass at 10^3).
         n = len(cases)
         # an index out of range is found before the kernel may write part of out
-        checked = out is None or scratch or which.dtype == np.bool_
-        if not checked and _any_out_of_range(which, n):
-            raise errors.index_error(_first_bad(which, n), n)
+        if out is not None and not scratch and which.dtype != np.bool_:
+            if _any_out_of_range(which, n):
+                raise errors.index_error(_first_bad(which, n), n)
         try:
-            return _k.select_n(which if which.dtype.isnative else _native(which), cases, out)
+            result = _k.select_n(which, cases, out)
+            if result is NotImplemented:  # not ndarrays, or a byte-swapped which
+                result = _kernel_select_n(np.asarray(which), [np.asarray(c) for c in cases], out)
+            return result
         except IndexError as exc:
             raise errors.index_error(int(exc.args[0]), n) from None
     which = np.asarray(which)
     cases = tuple(np.asarray(c) for c in cases)
     n = len(cases)
-    if HAVE_KERNEL:
-        # The kernel finds a bad index in its pass, but may have written part of out.
-        if (
-            out is not None
-            and not scratch
-            and which.dtype != np.bool_
-            and _any_out_of_range(which, n)
-        ):
-            raise errors.index_error(_first_bad(which, n), n)
-        try:
-            return _kernel_select_n(
-                _to_shape(which, out_shape), tuple(_to_shape(c, out_shape) for c in cases), out
-            )
-        except IndexError as exc:
-            raise errors.index_error(int(exc.args[0]), n) from None
     warn_kernel_missing()
     if which.dtype == np.bool_:
         chosen = np.where(which, cases[1], cases[0])  # new memory: out may alias a case
@@ -195,22 +151,20 @@ def select_cases(
     where given.
     """
     out_shape: tuple[int, ...] = shape  # type: ignore[assignment]
-    if type(default) is np.ndarray and default.ndim == 0 and out_shape:
-        default = _spread(default, out_shape)  # a scalar default: never made full size
-    if (
-        HAVE_KERNEL
-        and _plain((*choices, default), out_shape)
-        and _plain(conds, out_shape, _KERNEL_CONDS)
-    ):
-        # The usual small call: the kernel as it is (see select_n)
-        return _k.select_cases(conds, choices, default, out)
     if HAVE_KERNEL:
-        return _kernel_select_cases(
-            tuple(_to_shape(c, out_shape) for c in conds),
-            tuple(_to_shape(c, out_shape) for c in choices),
-            _to_shape(default, out_shape),
-            out,
-        )
+        # The kernel broadcasts the operands itself (see select_n) and takes ndarrays as
+        # they are; anything else (a condition that is not a bool or an integer, an
+        # operand that is not an ndarray) it answers NotImplemented, and the wrapper
+        # converts it.
+        result = _k.select_cases(conds, choices, default, out)
+        if result is NotImplemented:
+            result = _kernel_select_cases(
+                tuple(np.asarray(c) for c in conds),
+                tuple(np.asarray(c) for c in choices),
+                np.asarray(default),
+                out,
+            )
+        return result
     warn_kernel_missing()
     result = np.empty(out_shape, np.asarray(default).dtype) if out is None else out
     np.copyto(result, default)

@@ -634,6 +634,9 @@ static PyMethodDef sk_methods[] = {
      "fast_select(cond, then, else_, auto_broadcast, axis, cond_broadcast, out)\n"
      "--\n\n"
      "The lean path for np.ndarray conds: a cached plan, or NotImplemented."},
+    {"signature", sk_signature, METH_O,
+     "signature(x)\n--\n\n"
+     "What a decision depends on about a NumPy array (its shape and dtype), as a key."},
     {"remember", (PyCFunction)(void (*)(void))sk_remember, METH_FASTCALL,
      "Store what the core decided for a call it validated."},
     {"configure", (PyCFunction)(void (*)(void))sk_configure, METH_FASTCALL,
@@ -644,15 +647,20 @@ static PyMethodDef sk_methods[] = {
      "select_n(which, cases, out)\n"
      "--\n\n"
      "out[i] = cases[which[i]][i] in one pass. which: bool (two cases) or an integer\n"
-     "ndarray; cases: a tuple of ndarrays of one item size; all broadcast to the\n"
-     "output shape; out: an array of that shape, or None (a new C-ordered array).\n"
-     "An index outside [0, n) raises IndexError(value); out may then be partly written."},
+     "ndarray; cases: a tuple of ndarrays of one item size; all broadcast together\n"
+     "(NumPy's rule, which the kernel applies itself); out: an array of the output\n"
+     "shape, or None (a new C-ordered array).\n"
+     "An index outside [0, n) raises IndexError(value); out may then be partly written.\n"
+     "NotImplemented for operands it does not read as they are (not ndarrays, which\n"
+     "in the other byte order)."},
     {"select_cases", (PyCFunction)(void (*)(void))sk_select_cases, METH_FASTCALL,
      "select_cases(conds, choices, default, out)\n"
      "--\n\n"
      "out[i] = choices[k][i] for the first k with conds[k][i] nonzero, else default[i],\n"
-     "in one pass. conds: ndarrays of 1, 2, 4 or 8 bytes; choices and default: ndarrays\n"
-     "of one item size; all broadcast to the output shape; out as for select_n."},
+     "in one pass. conds: ndarrays of NumPy's bool or integer types; choices and default:\n"
+     "ndarrays of one item size; all broadcast together (NumPy's rule, which the kernel\n"
+     "applies itself); out as for select_n. NotImplemented for operands it does not read\n"
+     "as they are (not ndarrays, other conds)."},
     {"apply_take", (PyCFunction)(void (*)(void))sk_apply_take, METH_FASTCALL,
      "apply_take(cond, x)\n--\n\nx's elements where cond is nonzero, 1-D in C order, or\n"
      "NotImplemented for operands other than C-contiguous ndarrays of one shape."},

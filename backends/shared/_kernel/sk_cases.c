@@ -61,6 +61,9 @@ typedef struct {
     char **data;         /* [nops] */
     npy_intp *strides;   /* [nops][nd], memory order */
     npy_intp *csz;       /* [nconds] */
+    npy_intp *bstrides;  /* [nops][bnd]: each operand's strides on the output's axes,
+                            0 where it is broadcast (sk_fam_broadcast) */
+    int bnd;             /* the output's number of axes */
     int generic;         /* odd item size or misaligned data: the generic loop */
     int grouped;         /* item size 1, 2, 4 or 8, aligned: the group loops */
     const sk_loop_table *table;
@@ -714,6 +717,74 @@ sk_fam_same_shape(PyArrayObject *arr, int nd, const npy_intp *dims, const char *
     return 0;
 }
 
+/* Operand k's stride along output axis d (0 where it is broadcast). */
+static inline npy_intp
+sk_fam_stride(const sk_fam *F, int k, int d)
+{
+    return F->bstrides[(npy_intp)k * F->bnd + d];
+}
+
+/*
+ * The output shape: the shapes of ops[0 .. nin-1] broadcast together by NumPy's
+ * rule (the core has checked that they do; a 0-d operand or an axis of length 1
+ * is read again and again, stride 0: a Python scalar's 0-d array is never made
+ * full size), into *nd and dims; each operand's strides on those axes into
+ * F->bstrides (allocated here, [nops][nd]; out's row is filled by
+ * sk_fam_out_strides once out is known).
+ */
+static int
+sk_fam_broadcast(sk_fam *F, PyArrayObject **ops, int nin, int *nd, npy_intp *dims)
+{
+    int n = 0;
+    for (int k = 0; k < nin; k++) {
+        n = PyArray_NDIM(ops[k]) > n ? PyArray_NDIM(ops[k]) : n;
+    }
+    for (int d = 0; d < n; d++) {
+        dims[d] = 1;
+    }
+    for (int k = 0; k < nin; k++) {
+        const int kd = PyArray_NDIM(ops[k]), lead = n - kd;
+        for (int d = 0; d < kd; d++) {
+            const npy_intp len = PyArray_DIMS(ops[k])[d];
+            if (len == 1 || len == dims[lead + d]) {
+                continue;
+            }
+            if (dims[lead + d] != 1) {
+                PyErr_SetString(PyExc_ValueError,
+                                "internal error: the operands do not broadcast together");
+                return -1;
+            }
+            dims[lead + d] = len;
+        }
+    }
+    F->bnd = n;
+    F->bstrides = PyMem_Calloc((size_t)F->nops * (size_t)(n > 0 ? n : 1), sizeof(npy_intp));
+    if (F->bstrides == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (int k = 0; k < nin; k++) {
+        const int kd = PyArray_NDIM(ops[k]), lead = n - kd;
+        for (int d = 0; d < kd; d++) {
+            if (PyArray_DIMS(ops[k])[d] != 1) {
+                F->bstrides[(npy_intp)k * n + lead + d] = PyArray_STRIDES(ops[k])[d];
+            }
+        }
+    }
+    *nd = n;
+    return 0;
+}
+
+/* out's row of F->bstrides (out has the output's shape). */
+static void
+sk_fam_out_strides(sk_fam *F, PyArrayObject *out, int nd, const npy_intp *dims)
+{
+    for (int d = 0; d < nd; d++) {
+        F->bstrides[(npy_intp)(F->nops - 1) * nd + d] =
+            dims[d] == 1 ? 0 : PyArray_STRIDES(out)[d];
+    }
+}
+
 /*
  * Axes in the output's memory order (largest |stride| first, stable),
  * size-1 axes dropped, neighbours that every operand steps through as one
@@ -766,18 +837,18 @@ sk_fam_layout(sk_fam *F, PyArrayObject **ops, int nd, const npy_intp *dims)
         int merge = out_nd > 0;
         for (int k = 0; merge && k < F->nops; k++) {
             const npy_intp prev = F->strides[(npy_intp)k * m + out_nd - 1];
-            merge = prev == PyArray_STRIDES(ops[k])[d] * dims[d];
+            merge = prev == sk_fam_stride(F, k, d) * dims[d];
         }
         if (merge) {
             F->shape[out_nd - 1] *= dims[d];
             for (int k = 0; k < F->nops; k++) {
-                F->strides[(npy_intp)k * m + out_nd - 1] = PyArray_STRIDES(ops[k])[d];
+                F->strides[(npy_intp)k * m + out_nd - 1] = sk_fam_stride(F, k, d);
             }
         }
         else {
             F->shape[out_nd] = dims[d];
             for (int k = 0; k < F->nops; k++) {
-                F->strides[(npy_intp)k * m + out_nd] = PyArray_STRIDES(ops[k])[d];
+                F->strides[(npy_intp)k * m + out_nd] = sk_fam_stride(F, k, d);
             }
             out_nd++;
         }
@@ -897,8 +968,8 @@ sk_fam_call(sk_fam *F, PyArrayObject **ops, PyArrayObject *out_arr)
 {
     PyArrayObject *first = ops[F->nconds];
     PyArray_Descr *descr = PyArray_DESCR(first);
-    const int nd = PyArray_NDIM(first);
-    const npy_intp *dims = PyArray_DIMS(first);
+    int nd;
+    npy_intp dims[SK_MAXDIMS];
     PyArrayObject *out = NULL, *target = NULL;
     PyObject *result = NULL;
 
@@ -909,13 +980,11 @@ sk_fam_call(sk_fam *F, PyArrayObject **ops, PyArrayObject *out_arr)
         }
         F->csz[k] = PyArray_ITEMSIZE(ops[k]);
     }
-    for (int k = 0; k < F->nconds + F->nvals; k++) {
-        const char *name = k < F->nconds ? (F->is_n ? "which" : "conds") : "values";
-        const Py_ssize_t i = k < F->nconds ? (F->is_n ? -1 : k) : k - F->nconds;
-        if (sk_fam_same_shape(ops[k], nd, dims, name, i) < 0) {
-            return NULL;
-        }
-        if (k >= F->nconds && PyArray_ITEMSIZE(ops[k]) != F->isz) {
+    if (sk_fam_broadcast(F, ops, F->nconds + F->nvals, &nd, dims) < 0) {
+        return NULL;
+    }
+    for (int k = F->nconds; k < F->nconds + F->nvals; k++) {
+        if (PyArray_ITEMSIZE(ops[k]) != F->isz) {
             PyErr_Format(PyExc_TypeError,
                          "internal error: the values differ in item size (%R and %R)",
                          (PyObject *)descr, (PyObject *)PyArray_DESCR(ops[k]));
@@ -962,7 +1031,7 @@ sk_fam_call(sk_fam *F, PyArrayObject **ops, PyArrayObject *out_arr)
     for (int k = 0; out_arr != NULL && !temp && k < F->nconds + F->nvals; k++) {
         npy_intp in_strides[SK_MAXDIMS], out_strides[SK_MAXDIMS];
         for (int d = 0; d < nd; d++) {
-            in_strides[d] = dims[d] == 1 ? 0 : PyArray_STRIDES(ops[k])[d];
+            in_strides[d] = dims[d] == 1 ? 0 : sk_fam_stride(F, k, d);
             out_strides[d] = dims[d] == 1 ? 0 : PyArray_STRIDES(out)[d];
         }
         temp = sk_overlap(PyArray_BYTES(ops[k]), in_strides, PyArray_ITEMSIZE(ops[k]),
@@ -977,6 +1046,7 @@ sk_fam_call(sk_fam *F, PyArrayObject **ops, PyArrayObject *out_arr)
         }
     }
     ops[F->nops - 1] = target;
+    sk_fam_out_strides(F, target, nd, dims);
 
     F->total = total;
     F->data = PyMem_Malloc(sizeof(char *) * (size_t)F->nops);
@@ -1021,9 +1091,24 @@ done:
     return result;
 }
 
-/* A tuple (or list) of ndarrays, at least one. */
+/* Whether select_cases reads x as it is: an ndarray (a condition: of NumPy's bool or
+ * integer types, nonzero is true in either byte order; others, such as float or
+ * ml_dtypes' int4, the caller converts). */
+static int
+sk_fam_plain(PyObject *x, int cond)
+{
+    if (!PyArray_Check(x)) {
+        return 0;
+    }
+    const int t = PyArray_DESCR((PyArrayObject *)x)->type_num;
+    return !cond || PyTypeNum_ISBOOL(t) || PyTypeNum_ISINTEGER(t);
+}
+
+/* A tuple (or list) of ndarrays, at least one. With `plain`, an item
+ * that is not an ndarray (or, for conditions, not of a bool or integer type) is no
+ * error: *plain becomes 0, and the caller returns NotImplemented. */
 static PyObject *
-sk_fam_seq(PyObject *obj, const char *name)
+sk_fam_seq(PyObject *obj, const char *name, int *plain, int conds)
 {
     PyObject *seq = PySequence_Fast(obj, "");
     if (seq == NULL) {
@@ -1038,7 +1123,12 @@ sk_fam_seq(PyObject *obj, const char *name)
         return NULL;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (sk_fam_array(PySequence_Fast_GET_ITEM(seq, i), name, i) < 0) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        if (plain != NULL && !sk_fam_plain(item, conds)) {
+            *plain = 0;
+            break;
+        }
+        if (sk_fam_array(item, name, i) < 0) {
             Py_DECREF(seq);
             return NULL;
         }
@@ -1066,6 +1156,7 @@ sk_fam_free(sk_fam *F, PyArrayObject **ops)
     PyMem_Free(F->data);
     PyMem_Free(F->strides);
     PyMem_Free(F->csz);
+    PyMem_Free(F->bstrides);
     PyMem_Free(ops);
 }
 
@@ -1077,7 +1168,10 @@ sk_select_n(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     PyArrayObject *out_arr;
-    if (sk_fam_array(args[0], "which", -1) < 0 || sk_fam_out(args[2], &out_arr) < 0) {
+    if (!PyArray_Check(args[0])) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    if (sk_fam_out(args[2], &out_arr) < 0) {
         return NULL;
     }
     PyArrayObject *which = (PyArrayObject *)args[0];
@@ -1089,13 +1183,16 @@ sk_select_n(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     if (!is_bool && !PyArray_ISNBO(wd->byteorder)) {
-        PyErr_Format(PyExc_TypeError, "which must be in native byte order, got %R",
-                     (PyObject *)wd);
-        return NULL;
+        Py_RETURN_NOTIMPLEMENTED; /* the caller swaps it */
     }
-    PyObject *seq = sk_fam_seq(args[1], "cases");
+    int plain = 1;
+    PyObject *seq = sk_fam_seq(args[1], "cases", &plain, 0);
     if (seq == NULL) {
         return NULL;
+    }
+    if (!plain) {
+        Py_DECREF(seq);
+        Py_RETURN_NOTIMPLEMENTED;
     }
     const int n = (int)PySequence_Fast_GET_SIZE(seq);
     if (is_bool && n != 2) {
@@ -1143,14 +1240,23 @@ sk_select_cases(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t na
         return NULL;
     }
     PyArrayObject *out_arr;
-    if (sk_fam_array(args[2], "default", -1) < 0 || sk_fam_out(args[3], &out_arr) < 0) {
+    if (!sk_fam_plain(args[2], 0)) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    if (sk_fam_out(args[3], &out_arr) < 0) {
         return NULL;
     }
-    PyObject *conds = sk_fam_seq(args[0], "conds");
+    int plain = 1;
+    PyObject *conds = sk_fam_seq(args[0], "conds", &plain, 1);
     if (conds == NULL) {
         return NULL;
     }
-    PyObject *choices = sk_fam_seq(args[1], "choices");
+    PyObject *choices = plain ? sk_fam_seq(args[1], "choices", &plain, 0) : NULL;
+    if (!plain) {
+        Py_DECREF(conds);
+        Py_XDECREF(choices);
+        Py_RETURN_NOTIMPLEMENTED;
+    }
     if (choices == NULL) {
         Py_DECREF(conds);
         return NULL;

@@ -155,6 +155,66 @@ sk_key_shape(PyArrayObject *x, sk_shape *S, Py_hash_t *h)
 }
 
 /*
+ * signature(x): what a validation decision depends on about a NumPy array (the
+ * NumPy backend's Backend.signature: its shape and dtype), read from the array
+ * itself. An array whose dtype is its type number's own descriptor
+ * (PyArray_DescrFromType: every native built-in dtype, ml_dtypes' too) gets the
+ * bytes of (type number, ndim, dims): one small object, cheap to hash and
+ * compare. Any other (a byte-swapped dtype, one with metadata, 'U5', 'M8[s]', not
+ * an ndarray) gets (x.shape, x.dtype). Bytes never equal a tuple, and two bytes
+ * are equal only for one type number (so one dtype) and one shape: a key equal
+ * to another means the same shape and dtype. (Equal dtypes under two type numbers,
+ * 'q' and 'l' where both are 64 bits, get two keys: a decision made again, never a
+ * wrong one.) The family's memo keys its decisions with it
+ * (arrayselect._dispatch.memo), where signing every operand was most of a small
+ * call's lookup.
+ */
+typedef struct {
+    int type_num;
+    int nd;
+    npy_intp dims[SK_CACHE_MAXDIM];
+} sk_signature_bits;
+
+PyObject *
+sk_signature(PyObject *NPY_UNUSED(self), PyObject *x)
+{
+    if (PyArray_Check(x) && PyArray_NDIM((PyArrayObject *)x) <= SK_CACHE_MAXDIM) {
+        PyArrayObject *a = (PyArrayObject *)x;
+        PyArray_Descr *descr = PyArray_DESCR(a);
+        PyArray_Descr *own = PyArray_DescrFromType(descr->type_num);
+        const int canonical = own == descr;
+        Py_XDECREF(own);
+        if (own == NULL) {
+            PyErr_Clear(); /* a type number without a descriptor of its own */
+        }
+        if (canonical) {
+            sk_signature_bits bits;
+            memset(&bits, 0, sizeof bits);
+            bits.type_num = descr->type_num;
+            bits.nd = PyArray_NDIM(a);
+            for (int d = 0; d < bits.nd; d++) {
+                bits.dims[d] = PyArray_DIMS(a)[d];
+            }
+            const size_t used = offsetof(sk_signature_bits, dims) + sizeof(npy_intp) * (size_t)bits.nd;
+            return PyBytes_FromStringAndSize((const char *)&bits, (Py_ssize_t)used);
+        }
+    }
+    PyObject *shape = PyObject_GetAttrString(x, "shape");
+    if (shape == NULL) {
+        return NULL;
+    }
+    PyObject *dtype = PyObject_GetAttrString(x, "dtype");
+    if (dtype == NULL) {
+        Py_DECREF(shape);
+        return NULL;
+    }
+    PyObject *sig = PyTuple_Pack(2, shape, dtype);
+    Py_DECREF(shape);
+    Py_DECREF(dtype);
+    return sig;
+}
+
+/*
  * Fill a probe key from the call's objects (borrowed references). Returns 1 on
  * success, 0 when the call is not for this path, -1 on error.
  */

@@ -255,6 +255,7 @@ PyObject *sk_core(PyArray_Descr *descr, npy_intp csz, npy_intp strides[4][SK_MAX
                   int explain, int max_threads, int on_openmp);
 
 PyObject *sk_fast_select(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *sk_signature(PyObject *self, PyObject *x);
 PyObject *sk_remember(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *sk_configure(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *sk_clear_cache(PyObject *self, PyObject *args);

@@ -1025,3 +1025,26 @@ def test_subclasses_and_numpy_scalars_take_the_general_path() -> None:
     result = asel.select(c.view(_Sub), sub, sub * 0)
     np.testing.assert_array_equal(np.asarray(result), [1.0, 0.0])
     assert numpy_kernel.kernel_stats()["calls"] == before + 1
+
+
+def test_signature_tells_arrays_apart_as_shape_and_dtype_do() -> None:
+    """The NumPy backend's signature (the kernel's reader) is equal for two arrays only
+    when their shapes and dtypes are, and for two of one shape and dtype object always;
+    what it cannot read as a type number's own dtype it signs as ``(shape, dtype)``."""
+    x = np.zeros(1)
+    sign = asel.backend_for(x > 0, x, x).signature
+    assert sign is numpy_kernel.kernel_signature
+    dtypes = [*_dtypes(), np.dtype(">f4"), np.dtype("U5"), np.dtype("M8[s]"), np.dtype("V3")]
+    dtypes.append(np.dtype(np.float64, metadata={"unit": "m"}))
+    probes = [np.zeros(s, d) for d in dtypes for s in [(), (1,), (3,), (1, 3), (3, 1), (2, 3)]]
+    probes += [np.zeros((2, 3))[:, ::2], np.zeros((2, 3)).T, np.zeros((1,) * 20), _Sub((2,))]
+    signs = [sign(x) for x in probes]
+    for x, sx in zip(probes, signs, strict=True):
+        read = type(sx) is bytes
+        assert read == (x.dtype is np.dtype(x.dtype.type) and x.ndim <= 16)
+        if not read:
+            assert sx == (x.shape, x.dtype)
+        assert sign(x.copy()) == sx
+        for y, sy in zip(probes, signs, strict=True):
+            if sx == sy:
+                assert (x.shape, x.dtype) == (y.shape, y.dtype), (x, y)

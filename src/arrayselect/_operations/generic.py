@@ -68,27 +68,32 @@ def select_n(backend: Backend, which: Any, cases: tuple[Any, ...], shape: Shape,
             which = xp.where(which > n - 1, xp.full_like(which, n - 1), which)
         # Only ==: some libraries cannot order every integer dtype (PyTorch uint64).
         # Indices beyond the dtype's range cannot occur: those cases are unreachable.
-        masks = [which == k for k in range(min(n, high + 1))]
+        reach = min(n, high + 1)
+        # the last reachable case is taken where no mask is true: its own mask is made
+        # only to name a bad index (a small call notices one more comparison)
+        masks = [which == k for k in range(reach - 1)]
         if not traced and (low < 0 or n <= high) and 0 not in which.shape:
             _check_indices(backend, xp, which, masks, low, high, n)
-        result = cases[len(masks) - 1]
-        for k in reversed(range(len(masks) - 1)):
+        result = cases[reach - 1]
+        for k in reversed(range(reach - 1)):
             result = xp.where(masks[k], cases[k], result)
-        if len(masks) == 1:
-            result = xp.where(masks[0], result, result)  # broadcast with which
+        if reach == 1:
+            result = xp.where(which == 0, result, result)  # broadcast with which
     return backend.write_out(result, out)
 
 
 def _check_indices(
     backend: Backend, xp: ModuleType, which: Any, masks: list[Any], low: int, high: int, n: int
 ) -> None:
-    """Raise :func:`index_error` for the first index of ``which`` outside ``[0, n)``."""
+    """Raise :func:`index_error` for the first index of ``which`` outside ``[0, n)``;
+    ``masks`` are ``which == k`` for every reachable case but the last (its own is made
+    here, where it is needed: when the reductions cannot run, and to name the index)."""
     hit = None
     try:  # one reduction over the indices, compared in Python; the masks name the bad value
         bad = (low < 0 and int(xp.min(which)) < 0) or (n <= high and int(xp.max(which)) >= n)
     except (RuntimeError, TypeError, NotImplementedError):
         # no reductions for this dtype (PyTorch uint64): ask the masks
-        hit = _any(xp, masks)
+        hit = _any(xp, [*masks, which == len(masks)])
         bad = not bool(xp.all(hit))
     if not bad:
         return
@@ -96,7 +101,9 @@ def _check_indices(
         # No boolean indexing: name the extreme index instead of the first.
         low_bad = low < 0 and bool(xp.min(which) < 0)
         raise index_error(int(xp.min(which) if low_bad else xp.max(which)), n)
-    miss = xp.logical_not(_any(xp, masks) if hit is None else hit)
+    if hit is None:
+        hit = _any(xp, [*masks, which == len(masks)])
+    miss = xp.logical_not(hit)
     try:
         found = which[miss]
     except (RuntimeError, TypeError, NotImplementedError):

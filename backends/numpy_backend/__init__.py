@@ -39,6 +39,9 @@ from .numpy_route import numpy_select
 
 __all__ = ["BACKEND", "NumpyBackend", "as_kernel_operands", "create"]
 
+# NumpyBackend.signature: the kernel's reader, or the two attributes without it
+_SIGNATURE: Any = ("shape", "dtype") if kernel_signature is None else staticmethod(kernel_signature)
+
 
 class NumpyBackend(NumpyDtypes, Backend):
     """Select for NumPy arrays (``ml_dtypes`` included), on the compiled kernel."""
@@ -49,9 +52,7 @@ class NumpyBackend(NumpyDtypes, Backend):
     #: its shape and dtype, which the kernel reads into one small key (a family call
     #: signs every operand: 0.65 us for nine arrays as attributes, a third of the
     #: lookup at 1 element); read as attributes in a build without the kernel.
-    signature = (  # type: ignore[assignment]
-        ("shape", "dtype") if kernel_signature is None else staticmethod(kernel_signature)
-    )
+    signature = _SIGNATURE
 
     def shape(self, x: Any) -> Shape:
         return x.shape  # type: ignore[no-any-return]

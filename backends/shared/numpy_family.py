@@ -104,9 +104,13 @@ def select_n(
         # (np.broadcast_to costs more than the kernel's pass at 10^3).
         n = len(cases)
         # an index out of range is found before the kernel may write part of out
-        if out is not None and not scratch and which.dtype != np.bool_:
-            if _any_out_of_range(which, n):
-                raise errors.index_error(_first_bad(which, n), n)
+        if (
+            out is not None
+            and not scratch
+            and which.dtype != np.bool_
+            and _any_out_of_range(which, n)
+        ):
+            raise errors.index_error(_first_bad(which, n), n)
         try:
             result = _k.select_n(which, cases, out)
             if result is NotImplemented:  # not ndarrays, or a byte-swapped which

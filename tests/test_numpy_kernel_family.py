@@ -432,7 +432,7 @@ def test_operands_that_do_not_broadcast_are_refused() -> None:
         K.select_cases((a > 0,), (a,), b, None)
     with pytest.raises(ValueError, match="do not broadcast together"):
         K.select_n(np.zeros(4, np.int8), (a,), None)
-    with pytest.raises(ValueError, match="not broadcast to the output shape"):
+    with pytest.raises(ValueError, match="out does not have the operands' broadcast shape"):
         K.select_cases((a > 0,), (a,), a[:1], np.zeros(4, np.float32))
 
 

@@ -677,41 +677,17 @@ sk_fam_loop(npy_intp count, const char *c, npy_intp cs, const char *a, npy_intp 
 /* The call                                                                  */
 /* ------------------------------------------------------------------------ */
 
+/* out has the output's shape (the core has checked it). */
 static int
-sk_fam_array(PyObject *obj, const char *name, Py_ssize_t i)
+sk_fam_out_shape(PyArrayObject *out, int nd, const npy_intp *dims)
 {
-    if (PyArray_Check(obj)) {
-        return 0;
-    }
-    if (i >= 0) {
-        PyErr_Format(PyExc_TypeError, "%s[%zd] must be a numpy.ndarray, got %s", name, i,
-                     Py_TYPE(obj)->tp_name);
-    }
-    else {
-        PyErr_Format(PyExc_TypeError, "%s must be a numpy.ndarray, got %s", name,
-                     Py_TYPE(obj)->tp_name);
-    }
-    return -1;
-}
-
-static int
-sk_fam_same_shape(PyArrayObject *arr, int nd, const npy_intp *dims, const char *name,
-                  Py_ssize_t i)
-{
-    int same = PyArray_NDIM(arr) == nd;
+    int same = PyArray_NDIM(out) == nd;
     for (int d = 0; same && d < nd; d++) {
-        same = PyArray_DIMS(arr)[d] == dims[d];
+        same = PyArray_DIMS(out)[d] == dims[d];
     }
     if (!same) {
-        if (i >= 0) {
-            PyErr_Format(PyExc_ValueError,
-                         "internal error: %s[%zd] is not broadcast to the output shape", name,
-                         i);
-        }
-        else {
-            PyErr_Format(PyExc_ValueError,
-                         "internal error: %s is not broadcast to the output shape", name);
-        }
+        PyErr_SetString(PyExc_ValueError,
+                        "internal error: out does not have the operands' broadcast shape");
         return -1;
     }
     return 0;
@@ -992,7 +968,7 @@ sk_fam_call(sk_fam *F, PyArrayObject **ops, PyArrayObject *out_arr)
         }
     }
     if (out_arr != NULL) {
-        if (sk_fam_same_shape(out_arr, nd, dims, "out", -1) < 0) {
+        if (sk_fam_out_shape(out_arr, nd, dims) < 0) {
             return NULL;
         }
         if (PyDataType_REFCHK(PyArray_DESCR(out_arr)) || PyArray_ITEMSIZE(out_arr) != F->isz) {
@@ -1104,9 +1080,9 @@ sk_fam_plain(PyObject *x, int cond)
     return !cond || PyTypeNum_ISBOOL(t) || PyTypeNum_ISINTEGER(t);
 }
 
-/* A tuple (or list) of ndarrays, at least one. With `plain`, an item
- * that is not an ndarray (or, for conditions, not of a bool or integer type) is no
- * error: *plain becomes 0, and the caller returns NotImplemented. */
+/* A tuple (or list) of at least one operand. An item the kernel does not read as it
+ * is (sk_fam_plain) is no error: *plain becomes 0, and the caller returns
+ * NotImplemented. */
 static PyObject *
 sk_fam_seq(PyObject *obj, const char *name, int *plain, int conds)
 {
@@ -1123,14 +1099,9 @@ sk_fam_seq(PyObject *obj, const char *name, int *plain, int conds)
         return NULL;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
-        if (plain != NULL && !sk_fam_plain(item, conds)) {
+        if (!sk_fam_plain(PySequence_Fast_GET_ITEM(seq, i), conds)) {
             *plain = 0;
             break;
-        }
-        if (sk_fam_array(item, name, i) < 0) {
-            Py_DECREF(seq);
-            return NULL;
         }
     }
     return seq;
@@ -1143,7 +1114,9 @@ sk_fam_out(PyObject *obj, PyArrayObject **out)
         *out = NULL;
         return 0;
     }
-    if (sk_fam_array(obj, "out", -1) < 0) {
+    if (!PyArray_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "out must be a numpy.ndarray, got %s",
+                     Py_TYPE(obj)->tp_name);
         return -1;
     }
     *out = (PyArrayObject *)obj;

@@ -580,8 +580,8 @@ class JaxBackend(Backend):
         """
         scalar_fill = f2 is None and type(fill_value) in self.PYTHON_SCALARS
         key = (
-            getattr(f1, "__wrapped__", f1),
-            getattr(f2, "__wrapped__", f2),
+            generic.user_function(f1),
+            None if f2 is None else generic.user_function(f2),
             len(args),
             scalar_key(fill_value) if scalar_fill else f2 is None,
         )

@@ -95,3 +95,15 @@ def test_callback_error_under_jax_jit() -> None:
 
     with pytest.raises(asel.SelectCallbackError, match=r"f1 must return .* shape \(4,\)"):
         f(x)
+
+
+def test_user_function_reads_the_checked_wrapper() -> None:
+    """``generic.user_function`` gives back the function a checked callback wraps (a
+    backend's key per user function), and any other callable as it is."""
+    from arrayselect.plugin import generic
+
+    backend = asel.backend_for(np.ones(1) > 0, np.ones(1), np.ones(1))
+    for f in (np.log, abs, lambda a: a, generic.user_function):
+        wrapper = generic.checked_callback("f1", f, backend)
+        assert wrapper is not f and generic.user_function(wrapper) is f
+        assert generic.user_function(f) is f

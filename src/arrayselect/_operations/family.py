@@ -18,9 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
-from arrayselect._base.errors import SelectCallbackError, SelectTypeError, SelectValueError
+from arrayselect._base.errors import SelectTypeError, SelectValueError
 from arrayselect._dispatch import memo as _memo
-from arrayselect._dispatch.registry import library_of
 from arrayselect._operations import generic as _generic
 from arrayselect._operations.pipeline import APPLY_WHERE, SELECT_CASES, SELECT_N, check_operands
 from arrayselect._operations.select import record_kinds, select_multidirectional
@@ -345,8 +344,8 @@ def apply_where(
         ready = tuple(broadcast[: len(ready)])
         if filled:
             fill_value = broadcast[-1]
-    checked1 = _checked("f1", f1, backend)
-    checked2 = None if f2 is None else _checked("f2", f2, backend)
+    checked1 = _generic.checked_callback("f1", f1, backend)
+    checked2 = None if f2 is None else _generic.checked_callback("f2", f2, backend)
     own = backend.apply_where
     if own is None:
         return _generic.apply_where(backend, cond, tuple(ready), checked1, checked2, fill_value)
@@ -388,49 +387,3 @@ def _validate_apply_where(
     decided = Decision.of(backend, None, shape, plans)
     _memo.remember(kind, decided, operands, (), [x for _, x in named])
     return decided
-
-
-def _checked(name: str, f: Callable[..., Any], backend: Backend) -> Callable[..., Any]:
-    """``f`` as the backend calls it, its failures and wrong results a
-    :class:`SelectCallbackError` naming it (the library's own error would name
-    neither ``f1`` nor ``f2``, and come from wherever the result was used).
-    """
-
-    def call(*args: Any) -> Any:
-        try:
-            result = f(*args)
-        except SelectCallbackError:
-            raise  # from a nested apply_where (Dask runs it block by block): named there
-        except Exception as exc:
-            raise SelectCallbackError(
-                f"apply_where's {name} raised {type(exc).__name__}: {exc}"
-            ) from exc
-        like = args[0]
-        # The usual result (an array of the arguments' own type and shape) costs two
-        # comparisons; anything else is looked at closely.
-        if type(result) is not type(like) or result.shape != like.shape:
-            _check_result(name, result, like, backend)
-        if backend.dtype_kind(result.dtype) is None:
-            raise SelectCallbackError(
-                f"apply_where's {name} must return a boolean, integer, floating or complex "
-                f"array, got dtype {result.dtype}"
-            )
-        return result
-
-    call.__wrapped__ = f  # type: ignore[attr-defined]  # the user's function: a key for backends
-    return call
-
-
-def _check_result(name: str, result: Any, like: Any, backend: Backend) -> None:
-    """Raise unless ``result`` is an array of ``like``'s library and shape."""
-    if library_of(result) != library_of(like):
-        raise SelectCallbackError(
-            f"apply_where's {name} must return an array of its arguments' library "
-            f"({type(like).__name__}), got {type(result).__name__}"
-        )
-    if backend.shape(result) != backend.shape(like):
-        raise SelectCallbackError(
-            f"apply_where's {name} must return an array of its arguments' shape "
-            f"{tuple(backend.shape(like))} (it is applied element-wise), got shape "
-            f"{tuple(backend.shape(result))}"
-        )

@@ -258,10 +258,10 @@ def test_select_cases_wrapper_converts_other_conds() -> None:
     np.testing.assert_array_equal(result, [1.0, 0.0, 1.0, 1.0])
     # the kernel reads bool and integer conditions as they are, and leaves the rest to
     # the wrapper (as it does operands that are not ndarrays)
-    assert K.select_cases((np.zeros(1, "V3"),), (x[:1],), x[:1], None) is NotImplemented
-    assert K.select_cases((x,), (x,), x, None) is NotImplemented
-    assert K.select_cases((x > 0,), [[1.0] * 4], x, None) is NotImplemented
-    assert K.select_cases((x > 0,), (x,), 0.0, None) is NotImplemented
+    assert K.select_cases((np.zeros(1, "V3"),), (x[:1],), x[:1], None, (1,)) is NotImplemented
+    assert K.select_cases((x,), (x,), x, None, (4,)) is NotImplemented
+    assert K.select_cases((x > 0,), [[1.0] * 4], x, None, (4,)) is NotImplemented
+    assert K.select_cases((x > 0,), (x,), 0.0, None, (4,)) is NotImplemented
 
 
 # --------------------------------------------------------------------------- select_n
@@ -388,7 +388,7 @@ def test_select_n_out_of_range_is_the_first_in_iteration_order() -> None:
     assert info.value.args == (5,)
 
 
-#: Operand shapes the kernel broadcasts itself to OUT_SHAPE (NumPy's rule, stride 0),
+#: Operand shapes the kernel places itself in OUT_SHAPE (as NumPy broadcasts, stride 0),
 #: given as they are: a Python scalar's 0-d array is never made full size.
 AS_IS_SHAPES = [(), (1,), (37,), (1, 37), (12, 1), (1, 1), OUT_SHAPE]
 
@@ -412,7 +412,7 @@ def test_operands_broadcast_by_the_kernel(dtype: str, seed: int) -> None:
         [full(c) for c in conds], [full(c) for c in choices], full(default)
     )
     for out in (None, np.empty(OUT_SHAPE, dt)):
-        result = K.select_cases(tuple(conds), tuple(choices), default, out)
+        result = K.select_cases(tuple(conds), tuple(choices), default, out, OUT_SHAPE)
         assert result.shape == OUT_SHAPE and (out is None or result is out)
         assert_bytes(result, expected)
     which = random_which(shapes[-1], n + 1, np.dtype(np.uint8))
@@ -421,38 +421,47 @@ def test_operands_broadcast_by_the_kernel(dtype: str, seed: int) -> None:
     expected = oracle_select_n(
         np.broadcast_to(which, shape), [np.broadcast_to(c, shape) for c in cases]
     )
-    result = K.select_n(which, tuple(cases), None)
+    result = K.select_n(which, tuple(cases), None, shape)
     assert result.shape == shape
     assert_bytes(result, expected)
 
 
-def test_operands_that_do_not_broadcast_are_refused() -> None:
+def test_operands_that_do_not_fit_the_shape_are_refused() -> None:
+    """The kernel places operands in the shape it is given and says when one does not
+    fit (the core's validation makes that impossible: an internal error)."""
     a, b = np.zeros(3, np.float32), np.zeros(4, np.float32)
-    with pytest.raises(ValueError, match="do not broadcast together"):
-        K.select_cases((a > 0,), (a,), b, None)
-    with pytest.raises(ValueError, match="do not broadcast together"):
-        K.select_n(np.zeros(4, np.int8), (a,), None)
-    with pytest.raises(ValueError, match="out does not have the operands' broadcast shape"):
-        K.select_cases((a > 0,), (a,), a[:1], np.zeros(4, np.float32))
+    with pytest.raises(ValueError, match="an operand does not fit the output shape"):
+        K.select_cases((a > 0,), (a,), b, None, (3,))
+    with pytest.raises(ValueError, match="an operand does not fit the output shape"):
+        K.select_n(np.zeros(4, np.int8), (a,), None, (4,))
+    with pytest.raises(ValueError, match="an operand does not fit the output shape"):
+        K.select_n(np.zeros((2, 3), np.int8), (a,), None, (3,))
+    with pytest.raises(ValueError, match="out does not have the output shape"):
+        K.select_cases((a > 0,), (a,), a[:1], np.zeros(4, np.float32), (3,))
+    with pytest.raises(TypeError, match="takes 5 arguments"):
+        K.select_cases((a > 0,), (a,), a, None)
 
 
 def test_bad_arguments() -> None:
     a = np.zeros(3, np.float32)
     with pytest.raises(TypeError, match="which must be bool or an integer dtype"):
-        K.select_n(a, (a,), None)
+        K.select_n(a, (a,), None, (3,))
     # operands it does not read as they are: the wrapper converts them
-    assert K.select_n(np.zeros(3, np.int8), (a, [1, 2, 3]), None) is NotImplemented
-    assert K.select_n([0, 0, 0], (a,), None) is NotImplemented
+    assert K.select_n(np.zeros(3, np.int8), (a, [1, 2, 3]), None, (3,)) is NotImplemented
+    assert K.select_n([0, 0, 0], (a,), None, (3,)) is NotImplemented
     with pytest.raises(ValueError, match="at least one array"):
-        K.select_n(np.zeros(3, np.int8), (), None)
+        K.select_n(np.zeros(3, np.int8), (), None, (3,))
     # the byte order this CPU does not use (">" is native on big-endian s390x)
-    assert K.select_n(np.zeros(3, np.dtype(np.int32).newbyteorder()), (a,), None) is NotImplemented
+    assert (
+        K.select_n(np.zeros(3, np.dtype(np.int32).newbyteorder()), (a,), None, (3,))
+        is NotImplemented
+    )
     with pytest.raises(ValueError, match="as many choices as conds"):
-        K.select_cases((a > 0, a > 1), (a,), a, None)
+        K.select_cases((a > 0, a > 1), (a,), a, None, (3,))
     with pytest.raises(TypeError, match="does not handle dtype"):
-        K.select_cases((a > 0,), (a.astype(object),), a.astype(object), None)
+        K.select_cases((a > 0,), (a.astype(object),), a.astype(object), None, (3,))
     with pytest.raises(ValueError, match="read-only"):
-        K.select_cases((a > 0,), (a,), a, np.broadcast_to(a, (3,)))
+        K.select_cases((a > 0,), (a,), a, np.broadcast_to(a, (3,)), (3,))
 
 
 # --------------------------------------------------------------------------- threads

@@ -74,7 +74,12 @@ def _as_cond(c: Array) -> Array:
     return c if c.dtype in KERNEL_CONDS else np.not_equal(c, 0)
 
 
-def kernel_select_n(which: Array, cases: Sequence[Array], out: Array | None) -> Array:
+def kernel_select_n(
+    which: Array,
+    cases: Sequence[Array],
+    out: Array | None,
+    shape: tuple[int, ...] | None = None,
+) -> Array:
     """``out[i] = cases[which[i]][i]``, in one pass.
 
     Parameters
@@ -88,6 +93,10 @@ def kernel_select_n(which: Array, cases: Sequence[Array], out: Array | None) -> 
     out : numpy.ndarray or None
         Where to write (the output shape and the cases' dtype), or ``None`` for
         a new C-ordered array.
+    shape : tuple of int, optional
+        The output shape, the core's decision; each operand is placed in it as NumPy
+        broadcasts. ``None``: ``np.broadcast_shapes`` of the operands (callers
+        without a decision: tests, benchmarks).
 
     Returns
     -------
@@ -110,11 +119,17 @@ def kernel_select_n(which: Array, cases: Sequence[Array], out: Array | None) -> 
     >>> kernel_select_n(np.array([2, 0, 1]), (np.zeros(3), np.ones(3), np.full(3, 7.0)), None)
     array([7., 0., 1.])
     """
-    return _k.select_n(_native(which), tuple(cases), out)  # type: ignore[no-any-return]
+    if shape is None:
+        shape = np.broadcast_shapes(which.shape, *(c.shape for c in cases))
+    return _k.select_n(_native(which), tuple(cases), out, shape)  # type: ignore[no-any-return]
 
 
 def kernel_select_cases(
-    conds: Sequence[Array], choices: Sequence[Array], default: Array, out: Array | None
+    conds: Sequence[Array],
+    choices: Sequence[Array],
+    default: Array,
+    out: Array | None,
+    shape: tuple[int, ...] | None = None,
 ) -> Array:
     """``numpy.select`` in one pass: the first true condition's choice, else ``default``.
 
@@ -131,6 +146,10 @@ def kernel_select_cases(
     out : numpy.ndarray or None
         Where to write (the output shape and the choices' dtype), or ``None``
         for a new C-ordered array.
+    shape : tuple of int, optional
+        The output shape, the core's decision; each operand is placed in it as NumPy
+        broadcasts. ``None``: ``np.broadcast_shapes`` of the operands (callers
+        without a decision: tests, benchmarks).
 
     Returns
     -------
@@ -145,6 +164,8 @@ def kernel_select_cases(
     >>> kernel_select_cases((x < 0, x > 0), (-x, x * 10), np.zeros(3), None)
     array([ 2.,  0., 30.])
     """
+    if shape is None:
+        shape = np.broadcast_shapes(*(x.shape for x in (*conds, *choices, default)))
     return _k.select_cases(  # type: ignore[no-any-return]
-        tuple(_as_cond(c) for c in conds), tuple(choices), default, out
+        tuple(_as_cond(c) for c in conds), tuple(choices), default, out, shape
     )

@@ -99,9 +99,10 @@ def select_n(
     """
     out_shape: tuple[int, ...] = shape  # type: ignore[assignment]  # NumPy: no unknown sizes
     if HAVE_KERNEL:
-        # The kernel broadcasts the operands itself (stride 0): a Python scalar's 0-d
-        # case is never made full size, and the usual small call pays no conversions
-        # (np.broadcast_to costs more than the kernel's pass at 10^3).
+        # The kernel places the operands in the core's output shape itself (stride 0
+        # where broadcast): a Python scalar's 0-d case is never made full size, and the
+        # usual small call pays no conversions (np.broadcast_to costs more than the
+        # kernel's pass at 10^3).
         n = len(cases)
         # an index out of range is found before the kernel may write part of out
         if (
@@ -112,9 +113,11 @@ def select_n(
         ):
             raise errors.index_error(_first_bad(which, n), n)
         try:
-            result = _k.select_n(which, cases, out)
+            result = _k.select_n(which, cases, out, out_shape)
             if result is NotImplemented:  # not ndarrays, or a byte-swapped which
-                result = _kernel_select_n(np.asarray(which), [np.asarray(c) for c in cases], out)
+                result = _kernel_select_n(
+                    np.asarray(which), [np.asarray(c) for c in cases], out, out_shape
+                )
             return result
         except IndexError as exc:
             raise errors.index_error(int(exc.args[0]), n) from None
@@ -156,17 +159,18 @@ def select_cases(
     """
     out_shape: tuple[int, ...] = shape  # type: ignore[assignment]
     if HAVE_KERNEL:
-        # The kernel broadcasts the operands itself (see select_n) and takes ndarrays as
+        # The kernel places the operands itself (see select_n) and takes ndarrays as
         # they are; anything else (a condition that is not a bool or an integer, an
         # operand that is not an ndarray) it answers NotImplemented, and the wrapper
         # converts it.
-        result = _k.select_cases(conds, choices, default, out)
+        result = _k.select_cases(conds, choices, default, out, out_shape)
         if result is NotImplemented:
             result = _kernel_select_cases(
                 tuple(np.asarray(c) for c in conds),
                 tuple(np.asarray(c) for c in choices),
                 np.asarray(default),
                 out,
+                out_shape,
             )
         return result
     warn_kernel_missing()

@@ -644,23 +644,22 @@ static PyMethodDef sk_methods[] = {
     {"clear_cache", sk_clear_cache, METH_NOARGS, "Forget every cached plan."},
     {"fast_stats", sk_fast_stats, METH_NOARGS, "Counters of the fast path: hits, misses, out_checks."},
     {"select_n", (PyCFunction)(void (*)(void))sk_select_n, METH_FASTCALL,
-     "select_n(which, cases, out)\n"
+     "select_n(which, cases, out, shape)\n"
      "--\n\n"
      "out[i] = cases[which[i]][i] in one pass. which: bool (two cases) or an integer\n"
-     "ndarray; cases: a tuple of ndarrays of one item size; all broadcast together\n"
-     "(NumPy's rule, which the kernel applies itself); out: an array of the output\n"
-     "shape, or None (a new C-ordered array).\n"
+     "ndarray; cases: a tuple of ndarrays of one item size; each placed in the output\n"
+     "shape `shape` as NumPy broadcasts (stride 0 where it is broadcast); out: an array\n"
+     "of that shape, or None (a new C-ordered array).\n"
      "An index outside [0, n) raises IndexError(value); out may then be partly written.\n"
      "NotImplemented for operands it does not read as they are (not ndarrays, which\n"
      "in the other byte order)."},
     {"select_cases", (PyCFunction)(void (*)(void))sk_select_cases, METH_FASTCALL,
-     "select_cases(conds, choices, default, out)\n"
+     "select_cases(conds, choices, default, out, shape)\n"
      "--\n\n"
      "out[i] = choices[k][i] for the first k with conds[k][i] nonzero, else default[i],\n"
      "in one pass. conds: ndarrays of NumPy's bool or integer types; choices and default:\n"
-     "ndarrays of one item size; all broadcast together (NumPy's rule, which the kernel\n"
-     "applies itself); out as for select_n. NotImplemented for operands it does not read\n"
-     "as they are (not ndarrays, other conds)."},
+     "ndarrays of one item size; shape and out as for select_n. NotImplemented for\n"
+     "operands it does not read as they are (not ndarrays, other conds)."},
     {"apply_take", (PyCFunction)(void (*)(void))sk_apply_take, METH_FASTCALL,
      "apply_take(cond, x)\n--\n\nx's elements where cond is nonzero, 1-D in C order, or\n"
      "NotImplemented for operands other than C-contiguous ndarrays of one shape."},

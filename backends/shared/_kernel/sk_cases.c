@@ -62,7 +62,7 @@ typedef struct {
     npy_intp *strides;   /* [nops][nd], memory order */
     npy_intp *csz;       /* [nconds] */
     npy_intp *bstrides;  /* [nops][bnd]: each operand's strides on the output's axes,
-                            0 where it is broadcast (sk_fam_broadcast) */
+                            0 where it is broadcast (sk_fam_place) */
     int bnd;             /* the output's number of axes */
     int generic;         /* odd item size or misaligned data: the generic loop */
     int grouped;         /* item size 1, 2, 4 or 8, aligned: the group loops */
@@ -687,7 +687,7 @@ sk_fam_out_shape(PyArrayObject *out, int nd, const npy_intp *dims)
     }
     if (!same) {
         PyErr_SetString(PyExc_ValueError,
-                        "internal error: out does not have the operands' broadcast shape");
+                        "internal error: out does not have the output shape");
         return -1;
     }
     return 0;
@@ -701,53 +701,29 @@ sk_fam_stride(const sk_fam *F, int k, int d)
 }
 
 /*
- * The output shape: the shapes of ops[0 .. nin-1] broadcast together by NumPy's
- * rule (the core has checked that they do; a 0-d operand or an axis of length 1
- * is read again and again, stride 0: a Python scalar's 0-d array is never made
- * full size), into *nd and dims; each operand's strides on those axes into
- * F->bstrides (allocated here, [nops][nd]; out's row is filled by
- * sk_fam_out_strides once out is known).
+ * Each of ops[0 .. nin-1] placed in the output shape the core decided (nd, dims),
+ * right-aligned as NumPy broadcasts, by the select kernel's own sk_place: its
+ * strides on the output's axes into F->bstrides (allocated here, [nops][nd]), 0
+ * where it is broadcast (a Python scalar's 0-d array is read again and again,
+ * never made full size). out's row is filled by sk_fam_out_strides once out is
+ * known.
  */
 static int
-sk_fam_broadcast(sk_fam *F, PyArrayObject **ops, int nin, int *nd, npy_intp *dims)
+sk_fam_place(sk_fam *F, PyArrayObject **ops, int nin, int nd, const npy_intp *dims)
 {
-    int n = 0;
-    for (int k = 0; k < nin; k++) {
-        n = PyArray_NDIM(ops[k]) > n ? PyArray_NDIM(ops[k]) : n;
-    }
-    for (int d = 0; d < n; d++) {
-        dims[d] = 1;
-    }
-    for (int k = 0; k < nin; k++) {
-        const int kd = PyArray_NDIM(ops[k]), lead = n - kd;
-        for (int d = 0; d < kd; d++) {
-            const npy_intp len = PyArray_DIMS(ops[k])[d];
-            if (len == 1 || len == dims[lead + d]) {
-                continue;
-            }
-            if (dims[lead + d] != 1) {
-                PyErr_SetString(PyExc_ValueError,
-                                "internal error: the operands do not broadcast together");
-                return -1;
-            }
-            dims[lead + d] = len;
-        }
-    }
-    F->bnd = n;
-    F->bstrides = PyMem_Calloc((size_t)F->nops * (size_t)(n > 0 ? n : 1), sizeof(npy_intp));
+    const sk_dims right = {.kept = -1};
+    F->bnd = nd;
+    F->bstrides = PyMem_Calloc((size_t)F->nops * (size_t)(nd > 0 ? nd : 1), sizeof(npy_intp));
     if (F->bstrides == NULL) {
         PyErr_NoMemory();
         return -1;
     }
     for (int k = 0; k < nin; k++) {
-        const int kd = PyArray_NDIM(ops[k]), lead = n - kd;
-        for (int d = 0; d < kd; d++) {
-            if (PyArray_DIMS(ops[k])[d] != 1) {
-                F->bstrides[(npy_intp)k * n + lead + d] = PyArray_STRIDES(ops[k])[d];
-            }
+        if (sk_place(PyArray_NDIM(ops[k]), PyArray_DIMS(ops[k]), PyArray_STRIDES(ops[k]),
+                     &right, nd, dims, "an operand", F->bstrides + (npy_intp)k * nd) < 0) {
+            return -1;
         }
     }
-    *nd = n;
     return 0;
 }
 
@@ -940,12 +916,15 @@ sk_fam_which_value(const sk_fam *F, PyArrayObject *which, npy_intp at)
  * then out (NULL: allocate). Returns a new reference to out, or NULL.
  */
 static PyObject *
-sk_fam_call(sk_fam *F, PyArrayObject **ops, PyArrayObject *out_arr)
+sk_fam_call(sk_fam *F, PyArrayObject **ops, PyArrayObject *out_arr, PyObject *shape)
 {
     PyArrayObject *first = ops[F->nconds];
     PyArray_Descr *descr = PyArray_DESCR(first);
     int nd;
     npy_intp dims[SK_MAXDIMS];
+    if (sk_parse_shape(shape, "shape", &nd, dims) < 0) {
+        return NULL;
+    }
     PyArrayObject *out = NULL, *target = NULL;
     PyObject *result = NULL;
 
@@ -956,7 +935,7 @@ sk_fam_call(sk_fam *F, PyArrayObject **ops, PyArrayObject *out_arr)
         }
         F->csz[k] = PyArray_ITEMSIZE(ops[k]);
     }
-    if (sk_fam_broadcast(F, ops, F->nconds + F->nvals, &nd, dims) < 0) {
+    if (sk_fam_place(F, ops, F->nconds + F->nvals, nd, dims) < 0) {
         return NULL;
     }
     for (int k = F->nconds; k < F->nconds + F->nvals; k++) {
@@ -1136,8 +1115,9 @@ sk_fam_free(sk_fam *F, PyArrayObject **ops)
 PyObject *
 sk_select_n(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "select_n() takes 3 arguments (which, cases, out)");
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError,
+                        "select_n() takes 4 arguments (which, cases, out, shape)");
         return NULL;
     }
     PyArrayObject *out_arr;
@@ -1198,7 +1178,7 @@ sk_select_n(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
         ops[1 + k] = (PyArrayObject *)PySequence_Fast_GET_ITEM(seq, k);
     }
     ops[n + 1] = NULL;
-    PyObject *res = sk_fam_call(&F, ops, out_arr);
+    PyObject *res = sk_fam_call(&F, ops, out_arr, args[3]);
     sk_fam_free(&F, ops);
     Py_DECREF(seq);
     return res;
@@ -1207,9 +1187,9 @@ sk_select_n(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
 PyObject *
 sk_select_cases(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 4) {
+    if (nargs != 5) {
         PyErr_SetString(PyExc_TypeError,
-                        "select_cases() takes 4 arguments (conds, choices, default, out)");
+                        "select_cases() takes 5 arguments (conds, choices, default, out, shape)");
         return NULL;
     }
     PyArrayObject *out_arr;
@@ -1261,7 +1241,7 @@ sk_select_cases(PyObject *NPY_UNUSED(self), PyObject *const *args, Py_ssize_t na
     }
     ops[2 * n] = (PyArrayObject *)args[2];
     ops[2 * n + 1] = NULL;
-    res = sk_fam_call(&F, ops, out_arr);
+    res = sk_fam_call(&F, ops, out_arr, args[4]);
 done:
     sk_fam_free(&F, ops);
     Py_DECREF(conds);

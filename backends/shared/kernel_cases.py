@@ -6,12 +6,12 @@ Both run in one pass over the data for any number of cases (the kernel's
 case is applied to them, on the kernel's own loops and thread pool, moving
 every dtype as raw bits (NumPy's and ``ml_dtypes``' alike).
 
-The callers (the core's family functions) have validated the call: the operands
-broadcast together by NumPy's rule, which the kernel applies itself (an operand
-of fewer dimensions, or of length 1 along an axis, is read with stride 0: a
-Python scalar's 0-d array is never made full size; views of any strides are
-fine); the values share one dtype and ``out``, when given, has that dtype and
-the output shape. These wrappers only
+The callers (the core's family functions) have validated the call and pass the
+output shape the core decided; the kernel places each operand in it as NumPy
+broadcasts (an operand of fewer dimensions, or of length 1 along an axis, is read
+with stride 0: a Python scalar's 0-d array is never made full size; views of any
+strides are fine); the values share one dtype and ``out``, when given, has that
+dtype and the output shape. These wrappers only
 convert what the kernel cannot read as it is: a condition that is not a bool
 or integer of 1, 2, 4 or 8 bytes becomes ``cond != 0``, and an index array in
 non-native byte order is byte-swapped (a value's byte order needs nothing: its

@@ -98,6 +98,7 @@ def numpy_contenders(d: dict[str, Any]) -> Fns:
     conds, choices, default, which, out = (
         d[k] for k in ("conds", "choices", "default", "which", "out")
     )
+    shape = default.shape  # every operand's: the output shape
 
     def chain() -> None:
         asel.select(conds[-1], choices[-1], default, out=out)
@@ -122,13 +123,16 @@ def numpy_contenders(d: dict[str, Any]) -> Fns:
         "np.where per condition": where_per_condition,
         "np.where per case": where_per_case,
         "select_cases": lambda: asel.select_cases(conds, choices, default),
-        "kernel select_cases": lambda: kernel_select_cases(conds, choices, default, None),
-        "kernel select_cases out=": lambda: kernel_select_cases(conds, choices, default, out),
+        # the output shape given, as the backend gives the core's
+        "kernel select_cases": lambda: kernel_select_cases(conds, choices, default, None, shape),
+        "kernel select_cases out=": lambda: kernel_select_cases(
+            conds, choices, default, out, shape
+        ),
         "np.select": lambda: np.select(conds, choices, default),
         "chain of 4 select(out=)": chain,
         "select_n": lambda: asel.select_n(which, *choices),
         "select_n out=": lambda: asel.select_n(which, *choices, out=out),
-        "kernel select_n": lambda: kernel_select_n(which, choices, None),
+        "kernel select_n": lambda: kernel_select_n(which, choices, None, shape),
         "np.choose": lambda: np.choose(which, choices),
     }
     _same(fns["select_cases"](), fns["np.select"]())

@@ -267,11 +267,13 @@ class Family:
 
     def time_select_cases(self, n: int) -> None:
         d = self.d
-        self.family.kernel_select_cases(d["conds"], d["choices"], d["default"], None)
+        shape = d["default"].shape  # the output shape, as the backend gives the core's
+        self.family.kernel_select_cases(d["conds"], d["choices"], d["default"], None, shape)
 
     def time_select_cases_out(self, n: int) -> None:
         d = self.d
-        self.family.kernel_select_cases(d["conds"], d["choices"], d["default"], d["out"])
+        shape = d["default"].shape
+        self.family.kernel_select_cases(d["conds"], d["choices"], d["default"], d["out"], shape)
 
     def time_np_select(self, n: int) -> None:
         d = self.d
@@ -285,7 +287,8 @@ class Family:
             asel.select(d["conds"][k], d["choices"][k], out, out=out)
 
     def time_select_n(self, n: int) -> None:
-        self.family.kernel_select_n(self.d["which"], self.d["choices"], None)
+        d = self.d
+        self.family.kernel_select_n(d["which"], d["choices"], None, d["which"].shape)
 
     def time_np_choose(self, n: int) -> None:
         np.choose(self.d["which"], self.d["choices"])

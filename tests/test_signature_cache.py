@@ -219,3 +219,30 @@ def test_lookup_finds_what_the_hit_path_cached(traced: tuple[_TracingBackend, Si
     assert fast.lookup(c[:1], t[:1], -1.0, *args[3:]) is None
     assert fast.lookup(c, t, -1.0, "none", -1, "unidirectional", None) is None
     assert fast.lookup(c, t, [1.0], *args[3:]) is None  # not a call it serves
+
+
+def test_hit_path_and_python_twin_build_one_key(traced: tuple[_TracingBackend, SignatureCache]):
+    """The key the hit path (compiled, or its Python twin) files an entry under is
+    the twin's ``call_key``: the options, then every operand's type, then the
+    arrays' signatures; so :meth:`SignatureCache.lookup` finds every entry."""
+    _, fast = traced
+    c, t = np.array([True, False, True]), np.arange(3.0)
+    out = np.empty(3)
+    calls: list[tuple[Any, ...]] = [
+        (c, t, -1.0, "numpy", -1, "unidirectional", None),
+        (c, 2, t, "numpy", -1, "unidirectional", None),
+        (c, t, t, "numpy", -1, "unidirectional", out),
+        (c[:, None], True, t > 1, "numpy", -1, "multidirectional", None),
+        (c, t.reshape(1, 3, 1), 0.0, "pdpd", 1, "unidirectional", None),
+    ]
+    for args in calls:
+        fast.clear()
+        fast(*args)
+        (key,) = fast._cache
+        *head, types, signs = key
+        assert tuple(head) == args[3:6]
+        assert types == tuple(map(type, (*args[:3], args[6])))
+        arrays = [x for x in (*args[:3], args[6]) if type(x) is np.ndarray]
+        assert len(signs) == len(arrays)
+        assert key == fast._keys.key(*args)
+        assert fast.lookup(*args) is not None

@@ -1,23 +1,30 @@
 /*
  * The hit path of arrayselect's fast-path protocol (arrayselect._operations.fastpath).
  *
- * A SignatureCall is what SignatureCache installs as a backend's fast path:
- * call(cond, then, else_, auto_broadcast, axis, cond_broadcast, out). It builds
- * the call's signature key, looks it up in the cache's dict (filled by the
- * Python miss handler after the core's validation), and on a hit re-checks
- * what depends on values through the core's own Python checks: a Python
- * scalar's ScalarRange.admits and .prepare, check_devices, check_out_layout.
+ * One key for every cache it reads, for any number of operands: call_key
+ * builds (*head, types, signatures), where the head is what is not an
+ * operand. Two front ends use it:
+ *
+ * - SignatureCall, what SignatureCache installs as a backend's fast path for
+ *   select: call(cond, then, else_, auto_broadcast, axis, cond_broadcast, out),
+ *   head (auto_broadcast, axis, cond_broadcast), operands (cond, then, else_,
+ *   out). It looks the key up in the cache's dict (filled by the Python miss
+ *   handler after the core's validation), and on a hit re-checks what depends on
+ *   values through the core's own Python checks: a Python scalar's
+ *   ScalarRange.admits and .prepare, check_devices, check_out_layout. Entries of
+ *   the cache dict are tuples (decision, prepared, then_range, else_range): the
+ *   Decision, what `run` receives, and the ScalarRange of a Python-scalar operand
+ *   or None.
+ * - family_find, the select family's memo (arrayselect._dispatch.memo): head
+ *   (kind, force_portable), operands as the family's front end lists them; the
+ *   key, the dict lookup, whether the memo holds (its value checks are the
+ *   family's, in Python).
+ *
  * Any doubt goes to the general path, which raises the error. Nothing here is
- * a rule: it is the cache's bookkeeping, in C because a backend's whole call
+ * a rule: it is the caches' bookkeeping, in C because a backend's whole call
  * can take a few microseconds and this bookkeeping is most of what is
- * arrayselect's own.
- *
- * Entries of the cache dict are tuples (decision, prepared, then_range,
- * else_range): the Decision, what `run` receives, and the ScalarRange of a
- * Python-scalar operand or None.
- *
- * family_find (below) is the same bookkeeping for the select family's memo
- * (arrayselect._dispatch.memo): the key, the dict lookup, whether the memo holds.
+ * arrayselect's own. arrayselect._dispatch.fastcall_py does the same steps in
+ * Python, for builds without a C compiler.
  *
  * Threads: a SignatureCall's fields never change after construction, and the
  * entry is taken from the dict as a strong reference (PyDict_GetItemRef), so
@@ -43,7 +50,6 @@ typedef struct {
     PyObject *check_devices;  /* check_devices(backend, named), or None: not needed */
     PyObject *check_out;      /* check_out_layout(backend, out) */
     PyObject *error;          /* SelectError */
-    int typed;                /* several array types: key arrays by (type, signature) */
     int run_checks_devices;   /* any exception from running goes to the general path */
     vectorcallfunc vectorcall;
 } SignatureCall;
@@ -74,20 +80,21 @@ is_scalar_type(PyTypeObject *t)
            t == &PyComplex_Type;
 }
 
-/* signature(x), or the tuple of x's attributes the signature names. */
+/* A backend's signature of array x: signature(x), or the tuple of x's attributes
+ * when the signature is a tuple of attribute names (Backend.signature). */
 static PyObject *
-signature_of(SignatureCall *self, PyObject *x)
+sign_one(PyObject *sign, PyObject *x)
 {
-    if (!PyTuple_CheckExact(self->signature)) {
-        return PyObject_CallOneArg(self->signature, x);
+    if (!PyTuple_CheckExact(sign)) {
+        return PyObject_CallOneArg(sign, x);
     }
-    const Py_ssize_t n = PyTuple_GET_SIZE(self->signature);
+    const Py_ssize_t n = PyTuple_GET_SIZE(sign);
     PyObject *sig = PyTuple_New(n);
     if (sig == NULL) {
         return NULL;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *value = PyObject_GetAttr(x, PyTuple_GET_ITEM(self->signature, i));
+        PyObject *value = PyObject_GetAttr(x, PyTuple_GET_ITEM(sign, i));
         if (value == NULL) {
             Py_DECREF(sig);
             return NULL;
@@ -97,16 +104,59 @@ signature_of(SignatureCall *self, PyObject *x)
     return sig;
 }
 
-/* The key of an array operand: signature(x), or (type(x), signature(x)). */
+/* The exact types of n operands, as a tuple. */
 static PyObject *
-array_key(SignatureCall *self, PyObject *x)
+types_of(PyObject *const *ops, Py_ssize_t n)
 {
-    PyObject *sig = signature_of(self, x);
-    if (sig == NULL || !self->typed) {
-        return sig;
+    PyObject *types = PyTuple_New(n);
+    if (types == NULL) {
+        return NULL;
     }
-    PyObject *key = PyTuple_Pack(2, (PyObject *)Py_TYPE(x), sig);
-    Py_DECREF(sig);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyTuple_SET_ITEM(types, i, Py_NewRef((PyObject *)Py_TYPE(ops[i])));
+    }
+    return types;
+}
+
+/*
+ * The one key of this hit path, for any number of operands (call_key in
+ * fastcall_py.py builds the same): (*head, types, signatures). The nh items of
+ * `head` are what is not an operand (select's options; the family's kind and
+ * force_portable; every key of one cache has as many), `types` is types_of the n
+ * operands (a Python scalar, or None for no out, stands for its type), and
+ * `signatures` the tuple of sign_one of each operand whose mask byte is set, in
+ * order. Equal keys mean equal heads, equal types and equal signatures of the
+ * arrays: everything a kept decision read.
+ */
+static PyObject *
+call_key(PyObject *const *head, Py_ssize_t nh, PyObject *types, PyObject *const *ops,
+         Py_ssize_t n, const char *mask, PyObject *sign)
+{
+    Py_ssize_t m = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        m += mask[i] != 0;
+    }
+    PyObject *key = PyTuple_New(nh + 2), *signs = PyTuple_New(m);
+    if (key == NULL || signs == NULL) {
+        Py_XDECREF(key);
+        Py_XDECREF(signs);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < nh; i++) {
+        PyTuple_SET_ITEM(key, i, Py_NewRef(head[i]));
+    }
+    PyTuple_SET_ITEM(key, nh, Py_NewRef(types));
+    PyTuple_SET_ITEM(key, nh + 1, signs); /* filled below: the key is not shared yet */
+    for (Py_ssize_t i = 0, j = 0; i < n; i++) {
+        if (mask[i]) {
+            PyObject *sig = sign_one(sign, ops[i]);
+            if (sig == NULL) {
+                Py_DECREF(key);
+                return NULL;
+            }
+            PyTuple_SET_ITEM(signs, j++, sig);
+        }
+    }
     return key;
 }
 
@@ -215,36 +265,20 @@ signature_call(PyObject *callable, PyObject *const *args, size_t nargsf, PyObjec
         Py_RETURN_NOTIMPLEMENTED;
     }
 
-    PyObject *key = PyTuple_New(7);
-    if (key == NULL) {
-        return NULL;
-    }
+    /* head: the options; operands: cond, then, else, out (None: its type) */
     PyObject *ops[4] = {cond, then, else_, out};
-    const int is_array[4] = {1, then_array, else_array, out_array};
-    for (int k = 0; k < 4; k++) {
-        PyObject *part;
-        if (is_array[k]) {
-            part = array_key(self, ops[k]);
-            if (part == NULL) {
-                Py_DECREF(key);
-                if (!PyErr_ExceptionMatches(PyExc_Exception)) {
-                    return NULL;
-                }
-                /* no signature (e.g. a tensor whose sizes cannot be read):
-                 * the general path says why */
-                PyErr_Clear();
-                Py_RETURN_NOTIMPLEMENTED;
-            }
+    const char mask[4] = {1, (char)then_array, (char)else_array, (char)out_array};
+    PyObject *types = types_of(ops, 4);
+    PyObject *key = types ? call_key(args + 3, 3, types, ops, 4, mask, self->signature) : NULL;
+    Py_XDECREF(types);
+    if (key == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_Exception)) {
+            return NULL;
         }
-        else {
-            part = k == 3 ? Py_None : (PyObject *)Py_TYPE(ops[k]);
-            Py_INCREF(part);
-        }
-        PyTuple_SET_ITEM(key, k, part);
-    }
-    for (int k = 3; k < 6; k++) {
-        Py_INCREF(args[k]);
-        PyTuple_SET_ITEM(key, k + 1, args[k]);
+        /* no signature (e.g. a tensor whose sizes cannot be read): the general
+         * path says why */
+        PyErr_Clear();
+        Py_RETURN_NOTIMPLEMENTED;
     }
 
     PyObject *entry;
@@ -315,13 +349,13 @@ static PyObject *
 signature_call_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"types", "signature", "cache", "miss", "general", "run",
-                             "backend", "check_devices", "check_out", "error", "typed",
+                             "backend", "check_devices", "check_out", "error",
                              "run_checks_devices", NULL};
     PyObject *o[10];
-    int typed, run_checks_devices;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO!OOOOOOOpp", kwlist, &o[0], &o[1],
+    int run_checks_devices;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO!OOOOOOOp", kwlist, &o[0], &o[1],
                                      &PyDict_Type, &o[2], &o[3], &o[4], &o[5], &o[6], &o[7],
-                                     &o[8], &o[9], &typed, &run_checks_devices)) {
+                                     &o[8], &o[9], &run_checks_devices)) {
         return NULL;
     }
     if (!PyFrozenSet_Check(o[0])) {
@@ -339,7 +373,6 @@ signature_call_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         Py_INCREF(o[k]);
         *slots[k] = o[k];
     }
-    self->typed = typed;
     self->run_checks_devices = run_checks_devices;
     self->vectorcall = signature_call;
     return (PyObject *)self;
@@ -383,7 +416,7 @@ static PyTypeObject SignatureCallType = {
     AS_VECTORCALL_TYPE(signature_call, SignatureCall),
     .tp_name = "arrayselect._dispatch._fastcall.SignatureCall",
     .tp_doc = "SignatureCall(types, signature, cache, miss, general, run, backend, "
-              "check_devices, check_out, error, typed, run_checks_devices)\n--\n\n"
+              "check_devices, check_out, error, run_checks_devices)\n--\n\n"
               "The hit path of a SignatureCache: call it with the 7 arguments of a fast path.",
 };
 
@@ -391,11 +424,13 @@ static PyTypeObject SignatureCallType = {
  * family_find(kind, operands, portable, layouts, checks, memos, backends): the
  * select family's memo lookup (arrayselect._dispatch.memo.find) for operand types
  * it has a layout for, the same steps as its Python `signature` and `lookup`: the
- * key (kind, portable, the operands' types, the arrays' signatures), memos.get(key),
- * and whether that memo still holds. Returns the memo, None (no memo, one that no
- * longer holds, or a compiler traces), or NotImplemented when there is no layout
- * for these types (the Python path makes one). `layouts` values are read-only
- * tuples (pick, sign, traced_types); every dict is read with a strong reference.
+ * key (call_key with the head kind, portable), memos.get(key), and whether that
+ * memo still holds. Returns the memo, None (no memo, one that no longer holds, or
+ * a compiler traces), or NotImplemented when there is no layout for these types
+ * (the Python path makes one). `layouts` values are read-only tuples (mask, sign,
+ * traced_types): which operands are arrays (one byte each), the backend's
+ * signature, the array types to ask whether a compiler traces. Every dict is read
+ * with a strong reference.
  */
 static PyObject *s_dtype_mode;
 
@@ -443,16 +478,12 @@ family_find(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs
         Py_RETURN_NOTIMPLEMENTED;
     }
     const Py_ssize_t n = PyTuple_GET_SIZE(operands);
-    PyObject *types = PyTuple_New(n);
+    PyObject *const *ops = &PyTuple_GET_ITEM(operands, 0);
+    PyObject *types = types_of(ops, n);
     if (types == NULL) {
         return NULL;
     }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *t = (PyObject *)Py_TYPE(PyTuple_GET_ITEM(operands, i));
-        Py_INCREF(t);
-        PyTuple_SET_ITEM(types, i, t);
-    }
-    PyObject *result = NULL, *layout = NULL, *picked = NULL, *signs = NULL, *key = NULL;
+    PyObject *result = NULL, *layout = NULL, *key = NULL;
     PyObject *where = PyTuple_Pack(2, types, portable);
     if (where == NULL) {
         goto done;
@@ -466,8 +497,10 @@ family_find(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs
         goto done;
     }
     if (!PyTuple_CheckExact(layout) || PyTuple_GET_SIZE(layout) != 3 ||
+        !PyBytes_CheckExact(PyTuple_GET_ITEM(layout, 0)) ||
+        PyBytes_GET_SIZE(PyTuple_GET_ITEM(layout, 0)) != n ||
         !PyTuple_CheckExact(PyTuple_GET_ITEM(layout, 2))) {
-        PyErr_SetString(PyExc_TypeError, "family_find: a layout is (pick, sign, traced_types)");
+        PyErr_SetString(PyExc_TypeError, "family_find: a layout is (mask, sign, traced_types)");
         goto done;
     }
     PyObject *traced = PyTuple_GET_ITEM(layout, 2);
@@ -494,28 +527,9 @@ family_find(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs
             goto done;
         }
     }
-    picked = PyObject_CallOneArg(PyTuple_GET_ITEM(layout, 0), operands);
-    if (picked == NULL) {
-        goto done;
-    }
-    if (!PyTuple_CheckExact(picked)) {
-        PyErr_SetString(PyExc_TypeError, "family_find: pick must return a tuple");
-        goto done;
-    }
-    const Py_ssize_t m = PyTuple_GET_SIZE(picked);
-    signs = PyTuple_New(m);
-    if (signs == NULL) {
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < m; i++) {
-        PyObject *sig = PyObject_CallOneArg(PyTuple_GET_ITEM(layout, 1),
-                                            PyTuple_GET_ITEM(picked, i));
-        if (sig == NULL) {
-            goto done;
-        }
-        PyTuple_SET_ITEM(signs, i, sig);
-    }
-    key = PyTuple_Pack(4, kind, portable, types, signs);
+    PyObject *head[2] = {kind, portable};
+    key = call_key(head, 2, types, ops, n, PyBytes_AS_STRING(PyTuple_GET_ITEM(layout, 0)),
+                   PyTuple_GET_ITEM(layout, 1));
     if (key == NULL) {
         goto done;
     }
@@ -535,8 +549,6 @@ family_find(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs
 done:
     Py_DECREF(types);
     Py_XDECREF(layout);
-    Py_XDECREF(picked);
-    Py_XDECREF(signs);
     Py_XDECREF(key);
     return result;
 }

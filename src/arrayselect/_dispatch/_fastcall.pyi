@@ -15,7 +15,6 @@ class SignatureCall:
         check_devices: Any,
         check_out: Any,
         error: type[BaseException],
-        typed: bool,
         run_checks_devices: bool,
         /,
     ) -> None: ...

@@ -1,27 +1,56 @@
 """The hit path of the fast-path protocol in Python, for builds without ``_fastcall``.
 
-:class:`SignatureCall` does what the compiled ``arrayselect._dispatch._fastcall.SignatureCall``
-does, step for step (see ``_fastcall.c``): build the call's signature key, look it
-up in the cache's dict, and on a hit re-check what depends on values through the
-core's own checks; any doubt goes to the general path. It is only the cache's
-bookkeeping, so a build whose C compiler failed gives the same answers and the
-same errors, a few microseconds later per call.
+:func:`call_key` builds the one key of every cache the hit path reads, as the
+compiled ``call_key`` does, for any number of operands: ``(*head, types,
+signatures)``. :class:`SignatureCall` does what the compiled
+``arrayselect._dispatch._fastcall.SignatureCall`` does, step for step (see
+``_fastcall.c``): build the call's key, look it up in the cache's dict, and on a
+hit re-check what depends on values through the core's own checks; any doubt goes
+to the general path. The family's memo (:mod:`arrayselect._dispatch.memo`) keys
+its calls with :func:`call_key` too. It is only the caches' bookkeeping, so a
+build whose C compiler failed gives the same answers and the same errors, a few
+microseconds later per call.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
+from itertools import compress
 from typing import Any
 
-__all__ = ["SignatureCall"]
+__all__ = ["SignatureCall", "call_key", "sign_one"]
 
 _SCALAR_TYPES = frozenset({bool, int, float, complex})
 _NAMES = ("cond", "then", "else", "out")
 
 
+def sign_one(sign: Any, x: Any) -> Hashable:
+    """A backend's signature of array ``x``: ``sign(x)``, or the tuple of ``x``'s
+    attributes when ``sign`` is a tuple of attribute names (``Backend.signature``)."""
+    if type(sign) is tuple:
+        return tuple(getattr(x, name) for name in sign)
+    return sign(x)  # type: ignore[no-any-return]
+
+
+def call_key(
+    head: tuple[Any, ...], operands: Sequence[Any], mask: bytes, sign: Any
+) -> tuple[Any, ...]:
+    """The key of a call: ``(*head, the operands' types, the signatures of the
+    operands whose byte in mask is set)``.
+
+    ``head`` is what is not an operand (select's options; the family's kind and
+    :func:`~arrayselect.force_portable`); every key of one cache has a head of one
+    length. A Python scalar, or ``None`` for no ``out``, stands for its type. Equal
+    keys mean equal heads, equal types and equal signatures of the arrays:
+    everything a kept decision read.
+    """
+    signs = tuple(sign_one(sign, x) for x in compress(operands, mask))
+    return (*head, tuple(map(type, operands)), signs)
+
+
 class SignatureCall:
     """``SignatureCall(types, signature, cache, miss, general, run, backend,
-    check_devices, check_out, error, typed, run_checks_devices)``: call it with the
+    check_devices, check_out, error, run_checks_devices)``: call it with the
     7 arguments of a fast path; the arguments are those of the compiled class."""
 
     def __init__(
@@ -36,15 +65,12 @@ class SignatureCall:
         check_devices: Callable[..., Any] | None,
         check_out: Callable[..., Any],
         error: type[BaseException],
-        typed: bool,
         run_checks_devices: bool,
         /,
     ) -> None:
         if not isinstance(types, frozenset):
             raise TypeError("types must be a frozenset")
         self._types = types
-        # A tuple of attribute names is read directly, as the C version does.
-        self._attrs: tuple[str, ...] | None = signature if type(signature) is tuple else None
         self._signature = signature
         self._cache = cache
         self._miss = miss
@@ -54,15 +80,7 @@ class SignatureCall:
         self._check_devices = check_devices
         self._check_out = check_out
         self._error = error
-        self._typed = typed
         self._run_checks_devices = run_checks_devices
-
-    def _array_key(self, x: Any) -> Hashable:
-        if self._attrs is not None:
-            sig: Hashable = tuple(getattr(x, name) for name in self._attrs)
-        else:
-            sig = self._signature(x)
-        return (type(x), sig) if self._typed else sig
 
     def _rechecks_pass(
         self, cond: Any, then: Any, then_array: bool, else_: Any, else_array: bool, out: Any
@@ -110,15 +128,13 @@ class SignatureCall:
             or (out is not None and not out_array)
         ):
             return None
+        mask = bytes((1, then_array, else_array, out_array))
         try:
-            return (
-                self._array_key(cond),
-                self._array_key(then) if then_array else type(then),
-                self._array_key(else_) if else_array else type(else_),
-                self._array_key(out) if out_array else None,
-                auto_broadcast,
-                axis,
-                cond_broadcast,
+            return call_key(
+                (auto_broadcast, axis, cond_broadcast),
+                (cond, then, else_, out),
+                mask,
+                self._signature,
             )
         except Exception:
             # no signature (e.g. a tensor whose sizes cannot be read): the general

@@ -34,14 +34,14 @@ validated in full.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Final
 
 from arrayselect._base import settings as _settings
 from arrayselect._base.caches import BoundedCache
 from arrayselect._dispatch import registry as _registry
-from arrayselect._rules.backend import Backend, devices_fixed_by_signature
+from arrayselect._dispatch.fastcall_py import call_key
+from arrayselect._rules.backend import devices_fixed_by_signature
 from arrayselect._validation.checks import PYTHON_SCALARS
 from arrayselect._validation.decision import Decision
 
@@ -64,20 +64,16 @@ _NO_TRACING_CHECKS: Final[dict[type, Callable[[], bool]]] = {}
 
 _MEMOS = BoundedCache[Hashable, Decision]("memo.family_signatures", _CACHE_SIZE)
 _memos = _MEMOS.data  # read on every call (by the C lookup too)
-# Per array type and force_portable setting: the signature of an array by the backend
-# that serves it then (the native and the portable backend read different things: a
-# key made by one backend's signer would lack what the other's decision reads, such
-# as JAX's weak type). Set on each valid call, so a newly registered backend's
-# signer replaces the old one's at its first decision.
-_SIGNERS = BoundedCache[tuple[type, bool], Callable[[Any], Hashable]]("memo.family_signers", 256)
-# The ``backend.signature`` each signer was made from (a signer is made again only
-# when it changes, which invalidates the layouts below).
-_SIGNER_SPECS = BoundedCache[tuple[type, bool], Any]("memo.family_signer_specs", 256)
-# Per (operand types, force_portable): where the arrays are among the operands, their
-# one signer, and their distinct types (to ask whether a compiler traces). Derived
-# from ``_signers``, so cleared whenever a signer changes.
-_Pick = Callable[[Sequence[Any]], tuple[Any, ...]]
-_Layout = tuple[_Pick, Callable[[Any], Hashable], tuple[type, ...]]
+# Per array type and force_portable setting: the signature (``Backend.signature``)
+# of the backend that serves it then (the native and the portable backend read
+# different things: a key made by one backend's signer would lack what the other's
+# decision reads, such as JAX's weak type). Set on each valid call, so a newly
+# registered backend's signature replaces the old one's at its first decision.
+_SIGNERS = BoundedCache[tuple[type, bool], Any]("memo.family_signers", 256)
+# Per (operand types, force_portable): which operands are arrays (a byte each), their
+# one signature, and their distinct types (to ask whether a compiler traces).
+# Derived from ``_SIGNERS``, so cleared whenever a signature changes.
+_Layout = tuple[bytes, Any, tuple[type, ...]]
 _LAYOUTS = BoundedCache[tuple[tuple[type, ...], bool], _Layout]("memo.family_layouts", _CACHE_SIZE)
 _layouts = _LAYOUTS.data  # read on every call (by the C lookup too)
 
@@ -85,58 +81,57 @@ _layouts = _LAYOUTS.data  # read on every call (by the C lookup too)
 def signature(kind: str, operands: Sequence[Any]) -> Hashable | None:
     """The memo key of a call, or ``None`` when no decision may be kept for it.
 
-    ``(kind, force_portable, the operands' types, the arrays' signatures)``. The
-    first call with some operand types finds each array's signer (and the
-    array types to ask whether a compiler traces) one operand at a time; later
-    calls with those types read them from ``_layouts`` and sign the arrays in one
-    ``map`` (a call of ten operands pays microseconds for the loop otherwise).
+    :func:`~arrayselect._dispatch.fastcall_py.call_key` with head ``(kind,
+    force_portable)``: the operands' types and the arrays' signatures, as the
+    compiled lookup builds it. The first call with some operand types finds
+    which operands are arrays, their signature (one backend serves them all, or
+    no decision is kept) and the array types to ask whether a compiler traces;
+    later calls with those types read them from ``_layouts``.
     """
     portable = _settings.portable_forced()
     types = tuple(map(type, operands))
+    layout: _Layout | None
     try:
         layout = _layouts[types, portable]  # not .get(): see arrayselect._base.caches
     except KeyError:
-        return _first_signature(kind, operands, types, portable)
-    pick, sign, traced_types = layout
+        layout = _layout(types, portable)
+    if layout is None:
+        return None
+    mask, sign, traced_types = layout
     checks = _registry.tracing_checks  # asked on every call: registered at any time
     for t in traced_types:
         tracing = checks.get(t)
         if tracing is not None and tracing():
             return None  # a compiler traces: no memo (it would guard on what it read)
-    return (kind, portable, types, tuple(map(sign, pick(operands))))
+    return call_key((kind, portable), operands, mask, sign)
 
 
-def _first_signature(
-    kind: str, operands: Sequence[Any], types: tuple[type, ...], portable: bool
-) -> Hashable | None:
-    """:func:`signature` for operand types it has no layout for; keeps the layout
-    when every array has the same signer (one backend serves them).
-    """
+def _layout(types: tuple[type, ...], portable: bool) -> _Layout | None:
+    """The layout of calls with these operand types, kept; ``None`` (nothing kept)
+    while a compiler traces, or when an array type has no signature yet or two have
+    different ones."""
     at: list[int] = []
-    signs: list[Callable[[Any], Hashable]] = []
+    sign: Any = None
     for i, t in enumerate(types):
         if t in PYTHON_SCALARS:
-            continue  # a Python scalar stands for its type, which ``types`` holds
-        sign = _SIGNERS.data.get((t, portable))
-        if sign is None:
-            return None
+            continue  # a Python scalar stands for its type, which the key holds
         tracing = _registry.tracing_checks.get(t)
         if tracing is not None and tracing():
-            return None  # a compiler traces: no memo (it would guard on what it read)
+            # a compiler traces: no memo (it would guard on what it read), and
+            # nothing below for it to follow (torch.compile cannot trace bytes())
+            return None
+        this = _SIGNERS.data.get((t, portable))
+        if this is None or (at and this != sign):
+            return None
         at.append(i)
-        signs.append(sign)
+        sign = this
     if not at:
         return None
-    if all(s is signs[0] for s in signs):
-        pick = operator.itemgetter(*at) if len(at) > 1 else _one(at[0])
-        traced_types = tuple(dict.fromkeys(types[i] for i in at))
-        _LAYOUTS.put((types, portable), (pick, signs[0], traced_types))
-    return (kind, portable, types, tuple(s(operands[i]) for s, i in zip(signs, at, strict=True)))
-
-
-def _one(i: int) -> Callable[[Sequence[Any]], tuple[Any]]:
-    """``operator.itemgetter(i)``, but the item in a 1-tuple (as for several positions)."""
-    return lambda operands: (operands[i],)
+    mask = bytes(i in at for i in range(len(types)))
+    traced_types = tuple(dict.fromkeys(types[i] for i in at))
+    layout = (mask, sign, traced_types)
+    _LAYOUTS.put((types, portable), layout)
+    return layout
 
 
 def find(kind: str, operands: Sequence[Any]) -> Decision | None:
@@ -208,13 +203,6 @@ def one_device(memo: Decision, operands: Sequence[Any]) -> bool:
     return True
 
 
-def _signer(backend: Backend) -> Callable[[Any], Hashable]:
-    sign = backend.signature
-    if isinstance(sign, tuple):  # attribute names (Backend.signature)
-        return operator.attrgetter(*sign)
-    return sign
-
-
 def remember(
     kind: str | None,
     decision: Decision,
@@ -250,9 +238,8 @@ def remember(
     portable = _settings.portable_forced()
     spec = backend.signature
     for x in arrays:
-        if _SIGNER_SPECS.data.get((type(x), portable)) != spec:
-            _SIGNER_SPECS.put((type(x), portable), spec)
-            _SIGNERS.put((type(x), portable), _signer(backend))
+        if _SIGNERS.data.get((type(x), portable)) != spec:
+            _SIGNERS.put((type(x), portable), spec)
             _LAYOUTS.clear()
     key = signature(kind, operands)
     if key is None:

@@ -133,8 +133,6 @@ class SignatureCache:
             check_devices if self._check_devices else None,
             check_out_layout,
             SelectError,
-            # One array type: its signature alone tells arrays apart.
-            len(self.array_types) > 1,
             devices_checked_by_run,
         )
         self._call = SignatureCall(*args)

@@ -171,7 +171,7 @@ _KERNEL_MACROS = (
     [("SK_NO_DISPATCH", "1")] if os.environ.get("ARRAYSELECT_KERNEL_DISPATCH") == "0" else []
 )
 _KERNEL_SOURCES = ["select_kernel.c", "sk_loops.c", "sk_plan.c", "sk_pool.c", "sk_memory.c"]
-_KERNEL_SOURCES += ["sk_fast.c", "sk_cases.c"]
+_KERNEL_SOURCES += ["sk_prepared.c", "sk_cases.c"]
 # The OS layer (sk_os.h): each file compiles to nothing on the other OS.
 _KERNEL_SOURCES += ["sk_os_posix.c", "sk_os_win32.c", "sk_os_cpu.c"]
 _KERNEL_SOURCES += ["sk_loops_avx2.c", "sk_loops_avx512.c"]

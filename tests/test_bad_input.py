@@ -767,7 +767,7 @@ def test_out_whose_elements_overlap(xp: ModuleType):
     base = np.zeros(1)
     zero = stride_tricks.as_strided(base, (4,), (0,), writeable=True)
     expect_error((c, a, b), {"out": zero}, asel.SelectValueError, ("out", "stride 0"))
-    asel.select(c, a, b, out=np.empty(4))  # warms the plan cache for this signature
+    asel.select(c, a, b, out=np.empty(4))  # warms the decision cache for this signature
     expect_error((c, a, b), {"out": zero}, asel.SelectValueError, ("out", "stride 0"))
     assert not base.any()
     half = stride_tricks.as_strided(np.zeros(3), (4,), (4,), writeable=True)  # 8-byte items

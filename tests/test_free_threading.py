@@ -4,12 +4,12 @@
 :func:`~arrayselect.select_n`, :func:`~arrayselect.select_cases` and
 :func:`~arrayselect.apply_where` on NumPy arrays, on signatures all threads share
 and on signatures of their own, ``out=`` included (each thread its own ``out``),
-small calls (the kernel's cached plans, under its lock on a free-threaded build)
-and large ones (the kernel's thread pool and output pool), while another thread
-keeps replacing and clearing the caches (the plan cache's slots, the family's
-memo, the signature caches). Every result is compared with an oracle computed
-before the threads start (tests/oracle.py: element by element, raw bytes; NumPy's
-own ``result_type`` for ``where``'s promotion), and nothing may raise.
+small calls (the core's signature cache and the kernel's prepared calls) and large
+ones (the kernel's thread pool and output pool), while another thread keeps
+replacing and clearing the caches (the signature caches, the family's memo). Every
+result is compared with an oracle computed before the threads start (tests/oracle.py:
+element by element, raw bytes; NumPy's own ``result_type`` for ``where``'s
+promotion), and nothing may raise.
 
 On a free-threaded CPython (``Py_GIL_DISABLED``) every compiled extension of
 arrayselect must also leave the GIL off once imported (each declares
@@ -29,10 +29,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from arrayselect.backends.numpy_backend import fast_path as numpy_fast
 from oracle import bits_equal, oracle_select, oracle_select_cases, oracle_select_n
 
 import arrayselect as asel
+from arrayselect._base.caches import clear_all as forget_decisions
 from arrayselect._dispatch import memo as _family_memo
 
 THREADS = 8
@@ -104,7 +104,7 @@ def _churn(stop: threading.Event, errors: list[str]) -> None:
             if not bits_equal(got, np.where(x > 7, x, -x)):
                 errors.append(f"churn: wrong select at {x.shape}")
             if k % 50 == 0:
-                numpy_fast.clear_cache()
+                forget_decisions()
                 _family_memo.clear()
     except BaseException as exc:  # reported by the test
         errors.append(f"churn: {type(exc).__name__}: {exc}")

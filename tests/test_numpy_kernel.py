@@ -19,11 +19,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from arrayselect.backends.numpy_backend import fast_path as numpy_fast
 from arrayselect.backends.shared import _select_kernel as K
 from arrayselect.backends.shared import kernel as numpy_kernel
 
 import arrayselect as asel
+from arrayselect._base.caches import clear_all as forget_decisions
+from arrayselect._operations import fastpath as _fastpath
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
 
@@ -180,16 +181,34 @@ def test_numpy_backend_never_calls_np_where(no_where: None) -> None:
     assert asel.backend_for(cond, then, then).name == "numpy"
 
 
-def test_fast_path_serves_repeated_calls() -> None:
+def _counting_validate(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Count the core's validations on the fast path's misses (a hit makes none)."""
+    calls: list[Any] = []
+    validate = _fastpath.validate
+
+    def counted(*args: Any) -> Any:
+        calls.append(args)
+        return validate(*args)
+
+    monkeypatch.setattr(_fastpath, "validate", counted)
+    return calls
+
+
+def test_fast_path_serves_repeated_calls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The core's cache serves NumPy calls through the kernel's compiled parts: one
+    validation per signature, then hits that run the kernel (its call counter moves)."""
     cond = random_cond((3, 4))
     then = np.ones((3, 4), np.float32)
     asel.select(cond, then, -then)  # the process's first select installs the fast path
-    numpy_fast.clear_cache()
-    hits = numpy_kernel.kernel_stats()["hits"]
-    first = asel.select(cond, then, -then)
-    for _ in range(5):
-        np.testing.assert_array_equal(asel.select(cond, then, -then), first)
-    assert numpy_kernel.kernel_stats()["hits"] >= hits + 5
+    forget_decisions()
+    validations = _counting_validate(monkeypatch)
+    calls = numpy_kernel.kernel_stats()["calls"]
+    for value in (-then, 2.0, 3):
+        expected = oracle(cond, then, np.asarray(value, np.float32))
+        for _ in range(5):
+            assert_bits_equal(asel.select(cond, then, value), expected)
+    assert numpy_kernel.kernel_stats()["calls"] == calls + 15
+    assert len(validations) == 3  # one per signature: arrays, a float, an int
 
 
 def test_import_loads_kernel_but_no_other_array_library() -> None:
@@ -337,7 +356,7 @@ def test_edge_shapes(shape: tuple[int, ...]) -> None:
 
 @pytest.mark.usefixtures("isa")
 def test_many_dimensions() -> None:
-    shape = (2,) * 20  # beyond the plan cache's rank limit: general path, same kernel
+    shape = (2,) * 20  # many dimensions: the hit path's key grows past its stack buffer
     c = random_cond(shape)
     a, b = random_array(shape, np.dtype("f4")), random_array(shape, np.dtype("f4"))
     for _ in range(2):
@@ -519,13 +538,47 @@ def test_scalar_packing_ml_dtypes(value: Any, dtype: str) -> None:
         assert_bits_equal(result[:1], bits(np.asarray(value, dtype=dt).reshape(1)))
 
 
+_SCALAR_PROBES: list[Any] = [
+    0, 1, -1, 127, 128, -129, 255, 256, 2**53, 2**53 + 1, -(2**53) - 1, 2**63 - 1, 2**63,
+    2**64 - 1, 2**64, -(2**63), -(2**63) - 1, 0.5, -0.0, 65504.0, 65520.0, 3.4028235e38,
+    3.5e38, 1e308, float("inf"), float("-inf"), float("nan"), True, False, 1 + 2j,
+    complex(float("inf"), 0), complex(float("nan"), 0), 1e39 + 0j,
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "dtype", ["int8", "uint8", "int64", "uint64", "float16", "float32", "float64", "complex64",
+              "bool"]
+)  # fmt: skip
+def test_scalar_hits_agree_with_cold_calls(dtype: str) -> None:
+    """The hit path's check of a Python scalar (ScalarRange.admits and .prepare, in C
+    on the range's fields) gives every value what a cold call gives: the same bits,
+    or the same error and message."""
+    cond = np.array([True, False])
+    other = np.array([1, 0], dtype)
+
+    def outcome(value: Any) -> tuple[str, str]:
+        try:
+            result = asel.select(cond, value, other)
+        except Exception as exc:
+            return type(exc).__name__, str(exc)
+        return "result", bits(result).tobytes().hex()
+
+    for value in _SCALAR_PROBES:
+        forget_decisions()
+        cold = outcome(value)
+        forget_decisions()
+        outcome(type(value)(0))  # warm this scalar type's entry (when it may take dtype)
+        assert outcome(value) == cold, (dtype, value)
+
+
 def test_scalar_range_errors_identical_on_hits() -> None:
     cond = np.array([True, False])
     then = np.array([1, 2], np.int8)
     asel.select(cond, then, 5)  # cache the plan
     with pytest.raises(asel.ScalarOverflowError) as hit:
         asel.select(cond, then, 300)
-    numpy_fast.clear_cache()
+    forget_decisions()
     with pytest.raises(asel.ScalarOverflowError) as miss:
         asel.select(cond, then, 300)
     assert str(hit.value) == str(miss.value)
@@ -638,7 +691,7 @@ def test_out_errors_identical_on_hits() -> None:
     ]:
         with pytest.raises(error) as hit:
             asel.select(c, a, a, out=bad)
-        numpy_fast.clear_cache()
+        forget_decisions()
         with pytest.raises(error) as miss:
             asel.select(c, a, a, out=bad)
         assert str(hit.value) == str(miss.value)
@@ -692,7 +745,7 @@ def test_out_verdict_cached_per_layout_same_as_cold() -> None:
     names = list(_out_layouts())
     cold = {}
     for name in names:
-        numpy_fast.clear_cache()
+        forget_decisions()
         cold[name] = _outcome(c, a, b, _out_layouts()[name])
     expected = oracle(c, a, b)
     for name in ("C", "F", "reversed", "strided", "interleaved"):
@@ -701,7 +754,7 @@ def test_out_verdict_cached_per_layout_same_as_cold() -> None:
         assert cold[name][0] == "SelectValueError", name
     for warm in ("C", "F", "reversed", "strided", "interleaved"):
         for probe in names:
-            numpy_fast.clear_cache()
+            forget_decisions()
             for _ in range(2):  # a miss, then a hit: the verdict is cached
                 asel.select(c, a, b, out=_out_layouts()[warm])
             out = _out_layouts()[probe]
@@ -714,26 +767,29 @@ def test_out_verdict_cached_per_layout_same_as_cold() -> None:
                 np.testing.assert_array_equal(bits(x), bits(x0))
 
 
-def test_out_verdict_rechecks_what_can_change() -> None:
-    """A hit with an ``out`` of the cached strides calls no Python check; an ``out``
-    made read-only after the cache was warmed (the same object) is refused with the
-    cold message and left as it was; writeable again, it is accepted again."""
-    numpy_fast.clear_cache()
+def test_out_verdict_rechecks_what_can_change(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hit with an ``out`` of the cached layout validates nothing (the kernel's
+    signature of ``out`` holds its strides and writeable flag, all the core's check
+    reads); an ``out`` made read-only after the cache was warmed (the same object)
+    is another signature, refused with the cold message and left as it was;
+    writeable again, it is accepted again."""
+    forget_decisions()
     c = random_cond((6,))
     a, b = random_array((6,), np.dtype("f4")), random_array((6,), np.dtype("f4"))
     out = np.zeros(6, np.float32)
     asel.select(c, a, b, out=out)
-    checks = K.fast_stats()["out_checks"]
+    validations = _counting_validate(monkeypatch)
     for _ in range(3):
         assert asel.select(c, a, b, out=out) is out
-    assert K.fast_stats()["out_checks"] == checks  # the cached verdict served the hits
+    assert not validations  # hits: the signature fixed the core's verdict on out
     assert_bits_equal(out, oracle(c, a, b))
     out[:] = 0
     out.flags.writeable = False
     with pytest.raises(asel.SelectValueError) as warm:
         asel.select(c, a, b, out=out)
     assert not out.any()
-    numpy_fast.clear_cache()
+    assert len(validations) == 1  # another signature: validated, and refused
+    forget_decisions()
     with pytest.raises(asel.SelectValueError) as cold:
         asel.select(c, a, b, out=out)
     assert str(warm.value) == str(cold.value)
@@ -750,7 +806,7 @@ def test_out_overlapping_inputs_after_a_warm_cache() -> None:
     goes through a temporary, with the same bits as cold."""
     base = random_array((1001,), np.dtype("f8"))
     cond = random_cond((1000,))
-    numpy_fast.clear_cache()
+    forget_decisions()
     for _ in range(2):
         asel.select(cond, base[1:], base[:-1], out=np.empty(1000))
     data = base.copy()
@@ -767,32 +823,26 @@ def test_out_overlapping_inputs_after_a_warm_cache() -> None:
 
 
 def test_out_verdict_not_cached_for_another_out_layout() -> None:
-    """``configure``'s last argument: when the backend's ``out_layout`` is not
-    NumPy's own, every hit with ``out`` asks the core's check."""
-    numpy_fast.clear_cache()
-    c = random_cond((5,))
-    a = random_array((5,), np.dtype("f4"))
-    calls: list[Any] = []
-    backend = asel.backend_for(c, a, a)
+    """Only NumPy's own ``shape`` and ``out_layout`` read what the kernel's signature
+    holds: a subclass that reads them another way is not sure of the core's verdict
+    on ``out``, so its cache checks ``out`` on every hit."""
+    from arrayselect.backends.numpy_backend import NumpyBackend
 
-    def check(out: Any) -> None:
-        calls.append(out)
-        asel.plugin.check_out_layout(backend, out)
+    class OwnLayout(NumpyBackend):
+        def out_layout(self, out: Any) -> Any:
+            return super().out_layout(out)
 
-    try:
-        for cache_verdict, expected_calls in ((False, 3), (True, 0)):
-            K.configure(numpy_fast._make_miss(backend), asel.plugin.select_positional,
-                        check, cache_verdict)  # fmt: skip
-            numpy_fast.clear_cache()
-            out = np.empty(5, np.float32)
-            asel.select(c, a, -a, out=out)
-            calls.clear()
-            for _ in range(3):
-                assert asel.select(c, a, -a, out=out) is out
-            assert len(calls) == expected_calls
-    finally:
-        numpy_fast.fast_path(backend, True)  # the backend's own configuration again
-        numpy_fast.clear_cache()
+    class OwnShape(NumpyBackend):
+        def shape(self, x: Any) -> Any:
+            return super().shape(x)
+
+    class SameReads(NumpyBackend):
+        name = "numpy-same"
+
+    assert NumpyBackend.signature_holds_out_layout is (numpy_kernel.KERNEL_MISSING is None)
+    assert not OwnLayout.signature_holds_out_layout
+    assert not OwnShape.signature_holds_out_layout
+    assert SameReads.signature_holds_out_layout is NumpyBackend.signature_holds_out_layout
 
 
 # --------------------------------------------------------------------------
@@ -1027,24 +1077,34 @@ def test_subclasses_and_numpy_scalars_take_the_general_path() -> None:
     assert numpy_kernel.kernel_stats()["calls"] == before + 1
 
 
-def test_signature_tells_arrays_apart_as_shape_and_dtype_do() -> None:
+def _layout(x: np.ndarray) -> tuple[Any, ...]:
+    return (x.shape, x.dtype, x.strides, x.flags.writeable)
+
+
+def test_signature_tells_arrays_apart_as_their_layouts_do() -> None:
     """The NumPy backend's signature (the kernel's reader) is equal for two arrays only
-    when their shapes and dtypes are, and for two of one shape and dtype object always;
-    what it cannot read as a type number's own dtype it signs as ``(shape, dtype)``."""
+    when their shapes, dtypes, strides and writeable flags are, and for two views of
+    one array always; what it cannot read as a type number's own dtype it signs as
+    that tuple. Its raw form (the C hit path's) gives the same bytes."""
     x = np.zeros(1)
-    sign = asel.backend_for(x > 0, x, x).signature
+    backend = asel.backend_for(x > 0, x, x)
+    sign = backend.signature
     assert sign is numpy_kernel.kernel_signature
+    assert backend.raw_signature is numpy_kernel.kernel_raw_signature
     dtypes = [*_dtypes(), np.dtype(">f4"), np.dtype("U5"), np.dtype("M8[s]"), np.dtype("V3")]
     dtypes.append(np.dtype(np.float64, metadata={"unit": "m"}))
     probes = [np.zeros(s, d) for d in dtypes for s in [(), (1,), (3,), (1, 3), (3, 1), (2, 3)]]
-    probes += [np.zeros((2, 3))[:, ::2], np.zeros((2, 3)).T, np.zeros((1,) * 20), _Sub((2,))]
+    probes += [np.zeros((2, 3))[:, ::2], np.zeros((2, 3)).T, np.zeros((1,) * 40), _Sub((2,))]
+    read_only = np.zeros((2, 3))
+    read_only.flags.writeable = False
+    probes += [read_only, np.zeros((3, 2))[::-1]]
     signs = [sign(x) for x in probes]
     for x, sx in zip(probes, signs, strict=True):
         read = type(sx) is bytes
-        assert read == (x.dtype is np.dtype(x.dtype.type) and x.ndim <= 16)
+        assert read == (x.dtype is np.dtype(x.dtype.type))
         if not read:
-            assert sx == (x.shape, x.dtype)
-        assert sign(x.copy()) == sx
+            assert sx == _layout(x)
+        assert sign(x.view()) == sx
         for y, sy in zip(probes, signs, strict=True):
             if sx == sy:
-                assert (x.shape, x.dtype) == (y.shape, y.dtype), (x, y)
+                assert _layout(x) == _layout(y), (x, y)

@@ -18,6 +18,7 @@ from arrayselect.backends.numpy_backend import NumpyBackend
 from numpy.lib.stride_tricks import as_strided
 
 import arrayselect as asel
+from arrayselect._dispatch.fastcall_py import _RawKey as RawKey
 from arrayselect._operations.select import select_general
 from arrayselect.plugin import Decision, SignatureCache, register_backend
 
@@ -224,8 +225,10 @@ def test_lookup_finds_what_the_hit_path_cached(traced: tuple[_TracingBackend, Si
 def test_hit_path_and_python_twin_build_one_key(traced: tuple[_TracingBackend, SignatureCache]):
     """The key the hit path (compiled, or its Python twin) files an entry under is
     the twin's ``call_key``: the options, then every operand's type, then the
-    arrays' signatures; so :meth:`SignatureCache.lookup` finds every entry."""
-    _, fast = traced
+    arrays' signatures, as a tuple, or with the backend's raw signature (the NumPy
+    kernel's) as one ``RawKey`` of them all; so :meth:`SignatureCache.lookup` finds
+    every entry."""
+    backend, _ = traced
     c, t = np.array([True, False, True]), np.arange(3.0)
     out = np.empty(3)
     calls: list[tuple[Any, ...]] = [
@@ -235,14 +238,55 @@ def test_hit_path_and_python_twin_build_one_key(traced: tuple[_TracingBackend, S
         (c[:, None], True, t > 1, "numpy", -1, "multidirectional", None),
         (c, t.reshape(1, 3, 1), 0.0, "pdpd", 1, "unidirectional", None),
     ]
-    for args in calls:
-        fast.clear()
-        fast(*args)
-        (key,) = fast._cache
-        *head, types, signs = key
-        assert tuple(head) == args[3:6]
-        assert types == tuple(map(type, (*args[:3], args[6])))
-        arrays = [x for x in (*args[:3], args[6]) if type(x) is np.ndarray]
-        assert len(signs) == len(arrays)
-        assert key == fast._keys.key(*args)
-        assert fast.lookup(*args) is not None
+    raw = backend.raw_signature  # the kernel's, which this backend inherits (or None)
+    for with_raw in (True, False) if raw is not None and RawKey is not None else (False,):
+        backend.raw_signature = raw if with_raw else None
+        fast = SignatureCache(backend, (np.ndarray,), backend.run)
+        for args in calls:
+            fast.clear()
+            fast(*args)
+            (key,) = fast._cache
+            operands = (*args[:3], args[6])
+            types = tuple(map(type, operands))
+            signs = tuple(backend.signature(x) for x in operands if type(x) is np.ndarray)
+            if with_raw:
+                assert RawKey is not None
+                assert key == RawKey(args[3:6], types, b"".join(signs))
+                assert key != RawKey(args[3:6], types, b"".join(signs[:-1]))
+            else:
+                assert key == (*args[3:6], types, signs)
+            assert key == fast._keys.key(*args)
+            assert fast.lookup(*args) is not None
+    del backend.raw_signature  # the class's again
+
+
+def test_raw_key_is_equal_exactly_when_its_parts_are() -> None:
+    """``RawKey``: equal for equal heads, the same types and equal signature bytes;
+    any part flipped (an option, a type, a bool, an int, a byte) gives another key."""
+    if RawKey is None:
+        pytest.skip("built without a C compiler: no RawKey, and no raw signatures to use it")
+    base = (("numpy", -1, "unidirectional"), (np.ndarray, float, type(None)), b"\x01" * 24)
+    key = RawKey(*base)
+    assert key == RawKey(*base) and hash(key) == hash(RawKey(*base))
+    others = [
+        (("numpy", -2, "unidirectional"), *base[1:]),
+        (("none", -1, "unidirectional"), *base[1:]),
+        (("numpy", -1, "unidirectionaL"), *base[1:]),
+        (("numpy", -1), *base[1:]),
+        (base[0], (np.ndarray, int, type(None)), base[2]),
+        (base[0], (np.ndarray, float), base[2]),
+        (*base[:2], b"\x01" * 23 + b"\x02"),
+        (*base[:2], b"\x01" * 25),
+        (("numpy", True), *base[1:]),
+        (("numpy", False), *base[1:]),
+        (("numpy", 1), *base[1:]),
+    ]
+    keys = [RawKey(*parts) for parts in others]
+    for k in keys:
+        assert k != key
+    assert len(set(keys)) == len(keys)
+    assert key != (*base[0], base[1], base[2])  # never equal to a tuple key
+    with pytest.raises(TypeError):
+        RawKey(("x" * 300,), (), b"")  # a head it cannot write: the tuple key instead
+    with pytest.raises(TypeError):
+        RawKey((2**70,), (), b"")

@@ -1,16 +1,16 @@
 """The NumPy backend (CPU): every select runs through the compiled kernel.
 
-In a build without the kernel (:data:`.kernel.KERNEL_MISSING` says why) every
-select runs through NumPy's own functions instead (:mod:`.numpy_route`), with
-the same answers, and the fast path is the core's
-:class:`~arrayselect.plugin.SignatureCache`.
+Its fast path is the core's :class:`~arrayselect.plugin.SignatureCache`, given
+two compiled parts of the kernel: the raw signature, which the core's hit path
+writes into a call's key, and ``Prepared``, a validated call's plan and dtype
+as one compiled callable. In a build without the kernel
+(:data:`.kernel.KERNEL_MISSING` says why) every select runs through NumPy's own
+functions instead (:mod:`.numpy_route`), with the same answers.
 
 Besides NumPy's own dtypes it handles the ``ml_dtypes`` extension dtypes
 (bfloat16, the float8 family, int4, ...): the kernel moves raw bits per item
-size, so it never needs to know what a dtype means. Calls whose ``cond`` is
-exactly an ``np.ndarray`` take the compiled fast path of :mod:`.fast_path`;
-:mod:`.kernel` has the kernel's diagnostics. ``import arrayselect`` imports
-this package.
+size, so it never needs to know what a dtype means. :mod:`..shared.kernel` has
+the kernel's diagnostics. ``import arrayselect`` imports this package.
 """
 
 from __future__ import annotations
@@ -33,8 +33,13 @@ from arrayselect.plugin import (
 )
 
 from ..shared import numpy_family as _family
-from ..shared.kernel import KERNEL_MISSING, kernel_select, kernel_signature
-from . import fast_path as _fast_path
+from ..shared.kernel import (
+    KERNEL_MISSING,
+    kernel_prepared,
+    kernel_raw_signature,
+    kernel_select,
+    kernel_signature,
+)
 from .numpy_route import numpy_select
 
 __all__ = ["BACKEND", "NumpyBackend", "as_kernel_operands", "create"]
@@ -49,10 +54,20 @@ class NumpyBackend(NumpyDtypes, Backend):
     name = "numpy"
     supports_out = True
     #: What a validation decision depends on about an array (no weak types in NumPy):
-    #: its shape and dtype, which the kernel reads into one small key (a family call
-    #: signs every operand: 0.65 us for nine arrays as attributes, a third of the
-    #: lookup at 1 element); read as attributes in a build without the kernel.
+    #: its shape and dtype, and for the core's check of ``out`` its strides and
+    #: writeable flag, which the kernel reads into one small key (a family call signs
+    #: every operand: 0.65 us for nine arrays as attributes, a third of the lookup at
+    #: 1 element); shape and dtype as attributes in a build without the kernel.
     signature = _SIGNATURE
+    raw_signature = kernel_raw_signature
+    #: The kernel's signature holds all that :meth:`shape` and :meth:`out_layout`
+    #: report about ``out`` (a subclass that reads them another way is not so sure).
+    signature_holds_out_layout = KERNEL_MISSING is None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.out_layout is not NumpyBackend.out_layout or cls.shape is not NumpyBackend.shape:
+            cls.signature_holds_out_layout = False
 
     def shape(self, x: Any) -> Shape:
         return x.shape  # type: ignore[no-any-return]
@@ -82,14 +97,15 @@ class NumpyBackend(NumpyDtypes, Backend):
 
     def fast_path(self) -> FastPath:
         if KERNEL_MISSING is None:
-            # a subclass that reads shapes or out's memory another way keeps C from
-            # caching out's layout
-            memory_layout = (
-                type(self).out_layout is NumpyBackend.out_layout
-                and type(self).shape is NumpyBackend.shape
-            )
-            return _fast_path.fast_path(self, memory_layout)
+            return SignatureCache(self, (np.ndarray,), None, prepare=self._prepare).fast_path()
         return SignatureCache(self, (np.ndarray,), self._run).fast_path()
+
+    def _prepare(self, decision: Decision) -> Any:
+        """A validated call as the kernel's compiled callable (``Prepared``); operands
+        it does not take as they are go to :meth:`_run` with the decision."""
+        plan = decision.plan
+        assert plan is not None  # select's decisions hold their plan
+        return kernel_prepared(plan.out_shape, *plan.dims, decision.dtype, self._run, decision)
 
     def _run(self, cond: Any, then: Any, else_: Any, decision: Decision, out: Any) -> Any:
         """A cached signature's call without the kernel (Python scalars already checked)."""

@@ -32,35 +32,23 @@ def select_cases(
 def apply_take(cond: Any, x: Any, /) -> Any: ...
 def apply_put(cond: Any, taken: Any, base: Any, /) -> Any: ...
 def signature(x: Any, /) -> Any: ...
-def fast_select(
-    cond: Any,
-    then: Any,
-    else_: Any,
-    auto_broadcast: Any,
-    axis: Any,
-    cond_broadcast: Any,
-    out: Any,
-    /,
-) -> Any: ...
-def remember(
-    cond: Any,
-    then: Any,
-    else_: Any,
-    auto_broadcast: Any,
-    axis: Any,
-    cond_broadcast: Any,
-    out: Any,
-    out_shape: tuple[Any, ...],
-    cond_dims: tuple[int, ...],
-    then_dims: tuple[int, ...],
-    else_dims: tuple[int, ...],
-    out_dtype: Any,
-    scalar_range: tuple[Any, Any, bool] | None,
-    /,
-) -> bool: ...
-def configure(miss: Any, general: Any, check_out: Any, cache_out_verdict: bool, /) -> None: ...
-def clear_cache() -> None: ...
-def fast_stats() -> dict[str, int]: ...
+
+RAW_SIGNATURE: Any
+
+class Prepared:
+    def __init__(
+        self,
+        out_shape: tuple[int, ...],
+        cond_dims: Dims,
+        then_dims: Dims,
+        else_dims: Dims,
+        dtype: Any,
+        run: Any,
+        decision: Any,
+        /,
+    ) -> None: ...
+    def __call__(self, cond: Any, then: Any, else_: Any, out: Any = None, /) -> Any: ...
+
 def set_num_threads(n: int, /) -> None: ...
 def get_num_threads() -> int: ...
 def set_parallel_min(n: int, /) -> None: ...

@@ -51,6 +51,8 @@ __all__ = [
     "get_parallel_threshold",
     "get_stream_threshold",
     "isa_info",
+    "kernel_prepared",
+    "kernel_raw_signature",
     "kernel_select",
     "kernel_signature",
     "kernel_stats",
@@ -79,11 +81,21 @@ kernel_select: Any
 #: claim), without running it. For tests and benchmarks.
 explain: Any
 
-#: ``kernel_signature(x)``: a NumPy array's shape and dtype as one small hashable key
-#: (see ``sk_signature`` in the C source), the NumPy backend's
+#: ``kernel_signature(x)``: a NumPy array's dtype, shape, strides and writeable flag
+#: as one small hashable key (see ``sk_prepared.c``), the NumPy backend's
 #: :meth:`~arrayselect.plugin.Backend.signature`; ``None`` in a build without the
-#: kernel, where the backend reads the two attributes.
+#: kernel, where the backend reads the attributes.
 kernel_signature: Any
+
+#: The same signature in C, the NumPy backend's
+#: :attr:`~arrayselect.plugin.Backend.raw_signature` (``None`` without the kernel).
+kernel_raw_signature: Any
+
+#: ``kernel_prepared(out_shape, cond_dims, then_dims, else_dims, dtype, run, decision)``:
+#: a validated select made one compiled callable, ``call(cond, then, else_[, out])``,
+#: for the core's :class:`~arrayselect.plugin.SignatureCache` (see ``sk_prepared.c``);
+#: ``None`` without the kernel.
+kernel_prepared: Any
 
 
 def _no_kernel(*args: Any) -> Any:
@@ -96,11 +108,13 @@ def _no_kernel(*args: Any) -> Any:
 
 if _k is None:
     kernel_select = explain = _no_kernel
-    kernel_signature = None
+    kernel_signature = kernel_raw_signature = kernel_prepared = None
 else:
     kernel_select = _k.select
     explain = _k.explain
     kernel_signature = _k.signature
+    kernel_raw_signature = _k.RAW_SIGNATURE
+    kernel_prepared = _k.Prepared
 
 
 def get_parallel_threshold() -> int:
@@ -256,14 +270,13 @@ def kernel_stats() -> dict[str, int]:
         because the workers were asleep and the job too small to repay waking
         them; the call wakes them for the next one),
         ``temporary_calls`` (computed into a temporary because ``out``
-        partially overlapped an input), the fast path's ``hits`` and
-        ``misses``, and the room guard's state: ``load_guard`` (1 if on and
+        partially overlapped an input), and the room guard's state: ``load_guard`` (1 if on and
         working here), ``others_busy_cores`` (smoothed), ``threads_allowed``,
         ``room_samples`` and ``room_changes``. Empty without the kernel.
     """
     if _k is None:
         return {}
-    stats: dict[str, int] = {**_k.stats(), **_k.fast_stats()}
+    stats: dict[str, int] = _k.stats()
     return stats
 
 

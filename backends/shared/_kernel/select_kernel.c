@@ -6,7 +6,7 @@
  *
  * on raw bits, for every dtype (see sk_loops.c), every layout (sk_plan.c),
  * on a thread pool (sk_pool.c), with large outputs from a pool of freed blocks
- * (sk_memory.c) and a plan cache for repeated calls (sk_fast.c). This file is
+ * (sk_memory.c) and what the core's hit path runs for it (sk_prepared.c). This file is
  * the module: the entry points select() and explain(), settings, statistics
  * and initialisation. sk_kernel.h says which file holds what.
  */
@@ -630,19 +630,6 @@ static PyMethodDef sk_methods[] = {
     {"pool_workers", sk_pool_workers_count, METH_NOARGS, "Worker threads running now."},
     {"get_parallel_min", sk_get_parallel_min, METH_NOARGS,
      "The output size (elements) from which work is split across threads."},
-    {"fast_select", (PyCFunction)(void (*)(void))sk_fast_select, METH_FASTCALL,
-     "fast_select(cond, then, else_, auto_broadcast, axis, cond_broadcast, out)\n"
-     "--\n\n"
-     "The lean path for np.ndarray conds: a cached plan, or NotImplemented."},
-    {"signature", sk_signature, METH_O,
-     "signature(x)\n--\n\n"
-     "What a decision depends on about a NumPy array (its shape and dtype), as a key."},
-    {"remember", (PyCFunction)(void (*)(void))sk_remember, METH_FASTCALL,
-     "Store what the core decided for a call it validated."},
-    {"configure", (PyCFunction)(void (*)(void))sk_configure, METH_FASTCALL,
-     "configure(miss, general, check_out, cache_out_verdict)"},
-    {"clear_cache", sk_clear_cache, METH_NOARGS, "Forget every cached plan."},
-    {"fast_stats", sk_fast_stats, METH_NOARGS, "Counters of the fast path: hits, misses, out_checks."},
     {"select_n", (PyCFunction)(void (*)(void))sk_select_n, METH_FASTCALL,
      "select_n(which, cases, out, shape)\n"
      "--\n\n"
@@ -701,7 +688,7 @@ PyInit__select_kernel(void)
         return NULL;
     }
 #ifdef Py_GIL_DISABLED
-    /* Safe without the GIL: the plan cache takes a PyMutex (sk_fast.c), the output
+    /* Safe without the GIL: Prepared is immutable (sk_prepared.c), the output
      * pool its own lock (sk_memory.c), the thread pool its locks and atomics
      * (sk_pool.c), and counters and settings are atomic. */
     /* Single-phase init: this call is what the Py_mod_gil slot declares for a
@@ -709,7 +696,7 @@ PyInit__select_kernel(void)
     PyUnstable_Module_SetGIL(m, Py_MOD_GIL_NOT_USED);
 #endif
     sk_stream_init();
-    if (sk_memory_init() < 0 || sk_isa_init() < 0) {
+    if (sk_memory_init() < 0 || sk_isa_init() < 0 || sk_prepared_init(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

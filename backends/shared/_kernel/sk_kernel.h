@@ -14,7 +14,7 @@
  *                   the job's cost, running a flat range of a job
  *   sk_pool.c       the thread pool and when to use it
  *   sk_memory.c     the output memory handler (a pool of freed blocks)
- *   sk_fast.c       the plan cache behind fast_select (the lean call path)
+ *   sk_prepared.c   what the core's hit path runs: the raw signature, Prepared
  *   sk_cases.c     select_n and select_cases in one pass, on select's loops and pool
  *   select_kernel.c the module: select/explain, settings, statistics, init
  *   sk_os_*.c       the OS layer (sk_os.h): threads, locks, atomics, clocks,
@@ -242,7 +242,7 @@ PyObject *sk_pool_info(PyObject *self, PyObject *args);
 PyObject *sk_release_pool(PyObject *self, PyObject *args);
 
 /* ------------------------------------------------------------------------ */
-/* The call (select_kernel.c) and the plan cache (sk_fast.c)                */
+/* The call (select_kernel.c) and the hit path's parts (sk_prepared.c)     */
 /* ------------------------------------------------------------------------ */
 
 int sk_check_dtypes(PyArray_Descr *descr, PyArray_Descr *cdescr);
@@ -254,12 +254,8 @@ PyObject *sk_core(PyArray_Descr *descr, npy_intp csz, npy_intp strides[4][SK_MAX
                   char *in_data[3], PyArrayObject *out_arr, int nd, const npy_intp *out_dims,
                   int explain, int max_threads, int on_openmp);
 
-PyObject *sk_fast_select(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
-PyObject *sk_signature(PyObject *self, PyObject *x);
-PyObject *sk_remember(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
-PyObject *sk_configure(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
-PyObject *sk_clear_cache(PyObject *self, PyObject *args);
-PyObject *sk_fast_stats(PyObject *self, PyObject *args);
+/* Adds signature, RAW_SIGNATURE and Prepared to the module: 0, or -1 with an error. */
+int sk_prepared_init(PyObject *m);
 
 /* ------------------------------------------------------------------------ */
 /* The select family in one pass (sk_cases.c)                              */

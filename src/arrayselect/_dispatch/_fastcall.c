@@ -11,7 +11,8 @@
  *   out). It looks the key up in the cache's dict (filled by the Python miss
  *   handler after the core's validation), and on a hit re-checks what depends on
  *   values through the core's own Python checks: a Python scalar's
- *   ScalarRange.admits and .prepare, check_devices, check_out_layout. Entries of
+ *   ScalarRange.admits and .prepare, check_devices, check_out_layout (neither
+ *   where the backend's signature fixes it). Entries of
  *   the cache dict are tuples (decision, prepared, then_range, else_range): the
  *   Decision, what `run` receives, and the ScalarRange of a Python-scalar operand
  *   or None.
@@ -35,26 +36,136 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <math.h>   /* isfinite */
+#include <stdint.h>
 
 #include "_vectorcall_type.h"
+
+/*
+ * A backend's raw signature (Backend.raw_signature: a capsule named
+ * "arrayselect.raw_signature" holding this function): write x's signature,
+ * the bytes signature(x) returns, into buf if it fits in `size` bytes, and return
+ * its length (a larger length than `size`: call again with a buffer that large),
+ * or 0 where signature(x) is not bytes. It never raises, and its bytes are
+ * self-delimiting, so that several joined are one key.
+ */
+typedef Py_ssize_t (*raw_signature)(PyObject *x, char *buf, Py_ssize_t size);
+
+/* The function in a raw_signature capsule; NULL for None; NULL with an error otherwise. */
+static raw_signature
+raw_of(PyObject *capsule)
+{
+    if (capsule == Py_None) {
+        return NULL;
+    }
+    void *fn = PyCapsule_GetPointer(capsule, "arrayselect.raw_signature");
+    if (fn == NULL && !PyErr_Occurred()) {
+        PyErr_SetString(PyExc_TypeError, "raw_signature: an empty capsule");
+    }
+    raw_signature raw;
+    memcpy(&raw, &fn, sizeof(raw)); /* a data pointer to a function pointer (see sk_prepared.c) */
+    return raw;
+}
 
 typedef struct {
     PyObject_HEAD
     PyObject *types;          /* frozenset of exact array types */
+    PyObject *single;         /* its one type, if it has one (borrowed), else NULL */
     PyObject *signature;      /* signature(x) -> hashable, or a tuple of attribute names */
+    PyObject *raw_capsule;    /* the backend's raw_signature, or None */
+    raw_signature raw;        /* its function, or NULL */
     PyObject *cache;          /* dict: key -> (decision, prepared, then_range, else_range) */
     PyObject *miss;           /* miss(key, cond, then, else_, ab, axis, cb, out) */
     PyObject *general;        /* general(cond, then, else_, ab, axis, cb, out) */
     PyObject *run;            /* run(cond, then, else_, prepared, out), or None */
     PyObject *backend;
     PyObject *check_devices;  /* check_devices(backend, named), or None: not needed */
-    PyObject *check_out;      /* check_out_layout(backend, out) */
+    PyObject *check_out;      /* check_out_layout(backend, out), or None: the signature fixes it */
     PyObject *error;          /* SelectError */
     int run_checks_devices;   /* any exception from running goes to the general path */
     vectorcallfunc vectorcall;
 } SignatureCall;
 
 static PyObject *s_admits, *s_prepare;
+
+/*
+ * ScalarRange.admits(value), then .prepare(value), in C, on a ScalarRange's
+ * fields (it is a tuple: low, high, as_float): low <= value <= high, each part of
+ * a complex, or a non-finite float; then an int as a float where as_float.
+ * Comparisons of an int with anything go through Python's own (exact for ints of
+ * any size); a float with float bounds compares as C doubles, as Python does.
+ * Returns 1 (admitted: *prepared is a new reference), 0 (not admitted), -1 (an
+ * error), or 2 (a range it does not read: ask the Python methods).
+ */
+/* An exact int of magnitude at most 2**53 into *v (1), else 0 (no error). */
+static int
+small_int(PyObject *x, long long *v)
+{
+    if (!PyLong_CheckExact(x)) {
+        return 0;
+    }
+    int overflow;
+    *v = PyLong_AsLongLongAndOverflow(x, &overflow);
+    const long long limit = 1LL << 53;
+    return !overflow && -limit <= *v && *v <= limit; /* -1 is never an error here */
+}
+
+/* Not inlined: kept out of the arrays' hot path (inlined, it slowed calls with no
+ * scalar by 7%: registers spilled in signature_call). */
+Py_NO_INLINE static int
+admit(PyObject *range, PyObject *value, PyObject **prepared)
+{
+    if (!PyTuple_Check(range) || PyTuple_GET_SIZE(range) != 3) {
+        return 2;
+    }
+    PyObject *low = PyTuple_GET_ITEM(range, 0), *high = PyTuple_GET_ITEM(range, 1);
+    long long v, lo, hi;
+    const int float_bounds = PyFloat_CheckExact(low) && PyFloat_CheckExact(high);
+    int ok;
+    if (PyComplex_CheckExact(value)) {
+        if (!float_bounds) {
+            return 2;
+        }
+        const double lo = PyFloat_AS_DOUBLE(low), hi = PyFloat_AS_DOUBLE(high);
+        const Py_complex z = PyComplex_AsCComplex(value);
+        ok = lo <= z.real && z.real <= hi && lo <= z.imag && z.imag <= hi;
+    }
+    else if (PyFloat_CheckExact(value) && !isfinite(PyFloat_AS_DOUBLE(value))) {
+        ok = 1;
+    }
+    else if (PyFloat_CheckExact(value) && float_bounds) {
+        const double x = PyFloat_AS_DOUBLE(value);
+        ok = PyFloat_AS_DOUBLE(low) <= x && x <= PyFloat_AS_DOUBLE(high);
+    }
+    else if (PyLong_CheckExact(value) && small_int(value, &v) &&
+             (float_bounds || (small_int(low, &lo) && small_int(high, &hi)))) {
+        /* |v| <= 2**53: as a double it is exact, so either comparison is Python's */
+        ok = float_bounds ? PyFloat_AS_DOUBLE(low) <= (double)v && (double)v <= PyFloat_AS_DOUBLE(high)
+                          : lo <= v && v <= hi;
+    }
+    else {
+        ok = PyObject_RichCompareBool(low, value, Py_LE);
+        if (ok == 1) {
+            ok = PyObject_RichCompareBool(value, high, Py_LE);
+        }
+        if (ok < 0) {
+            return -1;
+        }
+    }
+    if (!ok) {
+        return 0;
+    }
+    const int as_float = PyObject_IsTrue(PyTuple_GET_ITEM(range, 2));
+    if (as_float < 0) {
+        return -1;
+    }
+    if (as_float && PyLong_CheckExact(value)) {
+        *prepared = small_int(value, &v) ? PyFloat_FromDouble((double)v) : PyNumber_Float(value);
+        return *prepared == NULL ? -1 : 1;
+    }
+    *prepared = Py_NewRef(value);
+    return 1;
+}
 
 /* cache[key] as a new reference: 1 found, 0 not found, -1 error. */
 static int
@@ -119,33 +230,441 @@ types_of(PyObject *const *ops, Py_ssize_t n)
 }
 
 /*
+ * RawKey: the key of a call whose arrays all have raw signatures, as one buffer:
+ * the operands' types (their addresses; the key owns a reference to each, so no
+ * other type can take an address while it lives: equal addresses are the same
+ * types, as a tuple of types compares), the head (keybuf_head: a tag per item,
+ * then each str's UTF-8 bytes and each int's 64 bits), then the raw signatures,
+ * joined (each is self-delimiting). Its hash is a
+ * multiply-xor over the buffer, computed once; two RawKeys are equal when their
+ * buffers are the same bytes. It exists because a key of Python objects (a tuple of the
+ * head, the types and one bytes object per array) costs a call of one element
+ * more than the kernel's whole work: allocating, hashing (siphash) and comparing
+ * it item by item. RawKey(head, types, signatures) makes one from Python (the
+ * Python twin's call_key), equal to the one call_key builds here.
+ */
+typedef struct {
+    PyObject_VAR_HEAD  /* ob_size: the buffer's length in bytes */
+    Py_hash_t hash;
+    Py_ssize_t ntypes; /* the buffer begins with these type addresses, owned */
+    char data[1];
+} RawKey;
+
+static PyTypeObject RawKeyType;
+
+/* A growable byte buffer, on the stack until it outgrows it. */
+typedef struct {
+    char *buf;
+    Py_ssize_t size, used;
+    char stack[1024];
+} keybuf;
+
+static void
+keybuf_init(keybuf *b)
+{
+    b->buf = b->stack;
+    b->size = (Py_ssize_t)sizeof(b->stack);
+    b->used = 0;
+}
+
+#ifndef Py_GIL_DISABLED
+/*
+ * With the GIL, one probe serves the lookups: a RawKey whose buffer a call fills
+ * in place and looks up, and which is never stored (a miss copies it into a key
+ * of its own first), so that a hit allocates nothing. Between filling it and the
+ * lookup no Python code runs (the raw signature, the head's encoding and
+ * RawKey's comparison are C), so no other call can fill it meanwhile. A
+ * free-threaded build makes a key per call instead.
+ */
+#define PROBE_CAPACITY 1024
+static RawKey *probe = NULL;
+#endif
+
+static int
+keybuf_on_heap(const keybuf *b)
+{
+#ifndef Py_GIL_DISABLED
+    if (probe != NULL && b->buf == probe->data) {
+        return 0;
+    }
+#endif
+    return b->buf != b->stack;
+}
+
+static void
+keybuf_free(keybuf *b)
+{
+    if (keybuf_on_heap(b)) {
+        PyMem_Free(b->buf);
+    }
+}
+
+/* Room for `more` bytes past the used ones: 0, or -1 with MemoryError. */
+static int
+keybuf_reserve(keybuf *b, Py_ssize_t more)
+{
+    if (b->used + more <= b->size) {
+        return 0;
+    }
+    const Py_ssize_t bigger = 2 * (b->used + more);
+    char *grown = PyMem_Malloc((size_t)bigger);
+    if (grown == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    memcpy(grown, b->buf, (size_t)b->used);
+    keybuf_free(b);
+    b->buf = grown;
+    b->size = bigger;
+    return 0;
+}
+
+static int
+keybuf_put(keybuf *b, const void *bytes, Py_ssize_t n)
+{
+    if (keybuf_reserve(b, n) < 0) {
+        return -1;
+    }
+    memcpy(b->buf + b->used, bytes, (size_t)n);
+    b->used += n;
+    return 0;
+}
+
+/*
+ * Write the head's items: 1 written, 0 an item it does not write (no RawKey), -1
+ * error. A word of tags, one byte per item (a str's length, below 200; 'T' or 'F'
+ * for a bool; 'i' for an int), then each str's UTF-8 bytes and each int's 64
+ * bits, every part padded to 8 bytes (the hash reads whole words).
+ */
+static int
+keybuf_head(keybuf *b, PyObject *const *head, Py_ssize_t nh)
+{
+    uint64_t tags = 0;
+    if (nh > 8) {
+        return 0;
+    }
+    const Py_ssize_t at = b->used;
+    if (keybuf_put(b, &tags, 8) < 0) {
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < nh; i++) {
+        PyObject *x = head[i];
+        unsigned char tag;
+        if (PyUnicode_CheckExact(x)) {
+            Py_ssize_t n;
+            const char *utf8 = PyUnicode_AsUTF8AndSize(x, &n);
+            if (utf8 == NULL) {
+                return -1;
+            }
+            if (n >= 200) {
+                return 0;
+            }
+            tag = (unsigned char)n;
+            const Py_ssize_t padded = (n + 7) & ~(Py_ssize_t)7;
+            if (keybuf_reserve(b, padded) < 0) {
+                return -1;
+            }
+            memset(b->buf + b->used, 0, (size_t)padded);
+            memcpy(b->buf + b->used, utf8, (size_t)n);
+            b->used += padded;
+        }
+        else if (PyBool_Check(x)) {
+            tag = x == Py_True ? 'T' : 'F';
+        }
+        else if (PyLong_CheckExact(x)) {
+            int overflow;
+            const int64_t v = (int64_t)PyLong_AsLongLongAndOverflow(x, &overflow);
+            if (overflow) {
+                return 0;
+            }
+            if (v == -1 && PyErr_Occurred()) {
+                return -1;
+            }
+            tag = 'i';
+            if (keybuf_put(b, &v, 8) < 0) {
+                return -1;
+            }
+        }
+        else {
+            return 0;
+        }
+        tags |= (uint64_t)tag << (8 * i);
+    }
+    memcpy(b->buf + at, &tags, 8);
+    return 1;
+}
+
+/* Multiply-xor in four lanes over whole words, then the tail, mixed by MurmurHash3's
+ * finalizer (every bit of the buffer reaches the low bits a dict indexes by). */
+static Py_hash_t
+raw_key_hash_of(const char *data, Py_ssize_t n)
+{
+    uint64_t h[4] = {0x9e3779b97f4a7c15u ^ (uint64_t)n, 0xc2b2ae3d27d4eb4fu, 0x165667b19e3779f9u,
+                     0x27d4eb2f165667c5u};
+    Py_ssize_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        for (int k = 0; k < 4; k++) {
+            uint64_t w;
+            memcpy(&w, data + i + 8 * k, 8);
+            h[k] = (h[k] ^ w) * 0x100000001b3u;
+        }
+    }
+    for (int k = 0; i + 8 <= n; i += 8, k++) {
+        uint64_t w;
+        memcpy(&w, data + i, 8);
+        h[k] = (h[k] ^ w) * 0x100000001b3u;
+    }
+    for (; i < n; i++) {
+        h[0] = (h[0] ^ (unsigned char)data[i]) * 0x100000001b3u;
+    }
+    uint64_t x = h[0] ^ (h[1] * 0x9e3779b97f4a7c15u) ^ (h[2] * 0xc2b2ae3d27d4eb4fu) ^
+                 (h[3] * 0x165667b19e3779f9u);
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdu;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53u;
+    x ^= x >> 33;
+    const Py_hash_t r = (Py_hash_t)x;
+    return r == -1 ? -2 : r;
+}
+
+/* A RawKey of the buffer, which begins with `ntypes` type addresses: a new
+ * reference (owning a reference to each type), NULL with an error. */
+static PyObject *
+raw_key_new_from(const char *data, Py_ssize_t n, Py_ssize_t ntypes)
+{
+    RawKey *key = PyObject_NewVar(RawKey, &RawKeyType, n);
+    if (key == NULL) {
+        return NULL;
+    }
+    memcpy(key->data, data, (size_t)n);
+    key->ntypes = ntypes;
+    for (Py_ssize_t k = 0; k < ntypes; k++) {
+        PyObject *t;
+        memcpy(&t, data + k * (Py_ssize_t)sizeof(t), sizeof(t));
+        Py_INCREF(t);
+    }
+    key->hash = raw_key_hash_of(data, n);
+    return (PyObject *)key;
+}
+
+/* Write the types of n operands (their addresses): 0, or -1 with an error. */
+static int
+keybuf_types(keybuf *b, PyObject *const *ops, Py_ssize_t n)
+{
+    if (keybuf_reserve(b, n * (Py_ssize_t)sizeof(PyObject *)) < 0) {
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *t = (PyObject *)Py_TYPE(ops[i]);
+        memcpy(b->buf + b->used, &t, sizeof(t));
+        b->used += (Py_ssize_t)sizeof(t);
+    }
+    return 0;
+}
+
+/*
+ * The RawKey of a call (see call_key): a new reference (the probe, where `probe_ok`
+ * and there is one: to be looked up at once, and copied before anything else runs);
+ * NULL with no error where a head item is not a str, bool or int of 64 bits, or an
+ * array has no raw signature; NULL with an error on failure.
+ */
+static PyObject *
+raw_key(PyObject *const *head, Py_ssize_t nh, PyObject *const *ops, Py_ssize_t n,
+        const char *mask, raw_signature raw, int probe_ok)
+{
+    keybuf b;
+    keybuf_init(&b);
+#ifndef Py_GIL_DISABLED
+    if (probe_ok && probe != NULL) { /* written straight into the probe */
+        b.buf = probe->data;
+        b.size = PROBE_CAPACITY;
+    }
+#else
+    (void)probe_ok;
+#endif
+    PyObject *key = NULL;
+    int r = keybuf_types(&b, ops, n) < 0 ? -1 : keybuf_head(&b, head, nh);
+    if (r <= 0) {
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!mask[i]) {
+            continue;
+        }
+        Py_ssize_t length = raw(ops[i], b.buf + b.used, b.size - b.used);
+        if (length > b.size - b.used) { /* grow, and write it again */
+            if (keybuf_reserve(&b, length) < 0) {
+                goto done;
+            }
+            length = raw(ops[i], b.buf + b.used, b.size - b.used);
+        }
+        if (length <= 0) {
+            goto done; /* no raw form: the tuple key */
+        }
+        b.used += length;
+    }
+#ifndef Py_GIL_DISABLED
+    if (probe != NULL && b.buf == probe->data) {
+        Py_SET_SIZE(probe, b.used);
+        probe->ntypes = n;
+        probe->hash = raw_key_hash_of(b.buf, b.used);
+        return Py_NewRef((PyObject *)probe);
+    }
+#endif
+    key = raw_key_new_from(b.buf, b.used, n);
+done:
+    keybuf_free(&b);
+    return key;
+}
+
+/* `key` itself, or a key of its own where it is the probe (a new reference both
+ * ways; the caller's reference is taken over). NULL with an error. */
+static PyObject *
+key_to_keep(PyObject *key)
+{
+#ifndef Py_GIL_DISABLED
+    if (key == (PyObject *)probe) {
+        PyObject *own = raw_key_new_from(probe->data, Py_SIZE(probe), probe->ntypes);
+        Py_DECREF(key);
+        return own;
+    }
+#endif
+    return key;
+}
+
+static PyObject *
+raw_key_py_new(PyTypeObject *Py_UNUSED(type), PyObject *args, PyObject *kwds)
+{
+    PyObject *head, *types, *signs;
+    if ((kwds != NULL && PyDict_GET_SIZE(kwds) != 0) ||
+        !PyArg_ParseTuple(args, "O!O!O!:RawKey", &PyTuple_Type, &head, &PyTuple_Type, &types,
+                          &PyBytes_Type, &signs)) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_TypeError, "RawKey() takes no keyword arguments");
+        }
+        return NULL;
+    }
+    keybuf b;
+    keybuf_init(&b);
+    PyObject *key = NULL;
+    const Py_ssize_t ntypes = PyTuple_GET_SIZE(types);
+    int r = 1;
+    for (Py_ssize_t k = 0; k < ntypes && r > 0; k++) {
+        PyObject *t = PyTuple_GET_ITEM(types, k);
+        if (!PyType_Check(t)) {
+            PyErr_SetString(PyExc_TypeError, "RawKey(): types must be a tuple of types");
+            r = -1;
+        }
+        else if (keybuf_put(&b, &t, (Py_ssize_t)sizeof(t)) < 0) {
+            r = -1;
+        }
+    }
+    if (r > 0) {
+        r = keybuf_head(&b, &PyTuple_GET_ITEM(head, 0), PyTuple_GET_SIZE(head));
+    }
+    if (r == 0) {
+        PyErr_SetString(PyExc_TypeError, "RawKey(): a head item is not a str, bool or int64");
+    }
+    if (r > 0 && keybuf_put(&b, PyBytes_AS_STRING(signs), PyBytes_GET_SIZE(signs)) == 0) {
+        key = raw_key_new_from(b.buf, b.used, ntypes);
+    }
+    keybuf_free(&b);
+    return key;
+}
+
+static Py_hash_t
+raw_key_hash(RawKey *self)
+{
+    return self->hash;
+}
+
+static PyObject *
+raw_key_richcompare(PyObject *a, PyObject *b, int op)
+{
+    if ((op != Py_EQ && op != Py_NE) || Py_TYPE(b) != &RawKeyType) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    const RawKey *x = (RawKey *)a, *y = (RawKey *)b;
+    const int equal = x->hash == y->hash && Py_SIZE(x) == Py_SIZE(y) &&
+                      x->ntypes == y->ntypes &&
+                      memcmp(x->data, y->data, (size_t)Py_SIZE(x)) == 0;
+    return PyBool_FromLong(op == Py_EQ ? equal : !equal);
+}
+
+static PyObject *
+raw_key_repr(RawKey *self)
+{
+    return PyUnicode_FromFormat("<RawKey of %zd operands, %zd bytes>", self->ntypes, Py_SIZE(self));
+}
+
+static void
+raw_key_dealloc(RawKey *self)
+{
+    for (Py_ssize_t k = 0; k < self->ntypes; k++) {
+        PyObject *t;
+        memcpy(&t, self->data + k * (Py_ssize_t)sizeof(t), sizeof(t));
+        Py_DECREF(t);
+    }
+    PyObject_Free(self);
+}
+
+static PyTypeObject RawKeyType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "arrayselect._dispatch._fastcall.RawKey",
+    .tp_doc = "RawKey(head, types, signatures)\n--\n\n"
+              "The key of a call whose arrays have raw signatures (see call_key).",
+    .tp_basicsize = offsetof(RawKey, data),
+    .tp_itemsize = 1,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = raw_key_py_new,
+    .tp_dealloc = (destructor)raw_key_dealloc,
+    .tp_hash = (hashfunc)raw_key_hash,
+    .tp_richcompare = raw_key_richcompare,
+    .tp_repr = (reprfunc)raw_key_repr,
+};
+
+/*
  * The one key of this hit path, for any number of operands (call_key in
  * fastcall_py.py builds the same): (*head, types, signatures). The nh items of
  * `head` are what is not an operand (select's options; the family's kind and
  * force_portable; every key of one cache has as many), `types` is types_of the n
- * operands (a Python scalar, or None for no out, stands for its type), and
- * `signatures` the tuple of sign_one of each operand whose mask byte is set, in
- * order. Equal keys mean equal heads, equal types and equal signatures of the
- * arrays: everything a kept decision read.
+ * operands (a Python scalar, or None for no out, stands for its type; the
+ * caller's, or NULL to make it), and `signatures` the tuple of sign_one of each
+ * operand whose mask byte is set, in order. With the backend's raw signature (`raw`, or NULL), where every one of
+ * those arrays has one, the key is instead RawKey(head, types, their raw
+ * signatures joined), written straight into one object (the probe, with the
+ * GIL: the caller looks it up at once and keeps only key_to_keep of it). Equal
+ * keys mean equal
+ * heads, equal types and equal signatures of the arrays: everything a kept
+ * decision read.
  */
 static PyObject *
 call_key(PyObject *const *head, Py_ssize_t nh, PyObject *types, PyObject *const *ops,
-         Py_ssize_t n, const char *mask, PyObject *sign)
+         Py_ssize_t n, const char *mask, PyObject *sign, raw_signature raw)
 {
+    if (raw != NULL) {
+        PyObject *key = raw_key(head, nh, ops, n, mask, raw, 1);
+        if (key != NULL || PyErr_Occurred()) {
+            return key;
+        }
+    }
     Py_ssize_t m = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         m += mask[i] != 0;
     }
+    types = types != NULL ? Py_NewRef(types) : types_of(ops, n);
     PyObject *key = PyTuple_New(nh + 2), *signs = PyTuple_New(m);
-    if (key == NULL || signs == NULL) {
+    if (key == NULL || signs == NULL || types == NULL) {
         Py_XDECREF(key);
         Py_XDECREF(signs);
+        Py_XDECREF(types);
         return NULL;
     }
     for (Py_ssize_t i = 0; i < nh; i++) {
         PyTuple_SET_ITEM(key, i, Py_NewRef(head[i]));
     }
-    PyTuple_SET_ITEM(key, nh, Py_NewRef(types));
+    PyTuple_SET_ITEM(key, nh, types);
     PyTuple_SET_ITEM(key, nh + 1, signs); /* filled below: the key is not shared yet */
     for (Py_ssize_t i = 0, j = 0; i < n; i++) {
         if (mask[i]) {
@@ -158,6 +677,16 @@ call_key(PyObject *const *head, Py_ssize_t nh, PyObject *types, PyObject *const 
         }
     }
     return key;
+}
+
+/* Whether x is of one of the exact array types: 1, 0, or -1 with an error. */
+static inline int
+is_array(SignatureCall *self, PyObject *x)
+{
+    if (self->single != NULL) {
+        return (PyObject *)Py_TYPE(x) == self->single;
+    }
+    return PySet_Contains(self->types, (PyObject *)Py_TYPE(x));
 }
 
 static PyObject *
@@ -215,7 +744,7 @@ recheck(SignatureCall *self, PyObject *cond, PyObject *then, int then_array, PyO
         }
         Py_DECREF(r);
     }
-    if (out != Py_None) {
+    if (out != Py_None && self->check_out != Py_None) {
         PyObject *r = PyObject_CallFunctionObjArgs(self->check_out, self->backend, out, NULL);
         if (r == NULL) {
             goto failed;
@@ -245,16 +774,16 @@ signature_call(PyObject *callable, PyObject *const *args, size_t nargsf, PyObjec
         !PyUnicode_CheckExact(args[5])) {
         Py_RETURN_NOTIMPLEMENTED;
     }
-    int r = PySet_Contains(self->types, (PyObject *)Py_TYPE(cond));
+    int r = is_array(self, cond);
     if (r <= 0) {
         if (r < 0) {
             return NULL;
         }
         Py_RETURN_NOTIMPLEMENTED;
     }
-    const int then_array = PySet_Contains(self->types, (PyObject *)Py_TYPE(then));
-    const int else_array = PySet_Contains(self->types, (PyObject *)Py_TYPE(else_));
-    const int out_array = out != Py_None ? PySet_Contains(self->types, (PyObject *)Py_TYPE(out)) : 0;
+    const int then_array = is_array(self, then);
+    const int else_array = is_array(self, else_);
+    const int out_array = out != Py_None ? is_array(self, out) : 0;
     if (then_array < 0 || else_array < 0 || out_array < 0) {
         return NULL;
     }
@@ -268,9 +797,7 @@ signature_call(PyObject *callable, PyObject *const *args, size_t nargsf, PyObjec
     /* head: the options; operands: cond, then, else, out (None: its type) */
     PyObject *ops[4] = {cond, then, else_, out};
     const char mask[4] = {1, (char)then_array, (char)else_array, (char)out_array};
-    PyObject *types = types_of(ops, 4);
-    PyObject *key = types ? call_key(args + 3, 3, types, ops, 4, mask, self->signature) : NULL;
-    Py_XDECREF(types);
+    PyObject *key = call_key(args + 3, 3, NULL, ops, 4, mask, self->signature, self->raw);
     if (key == NULL) {
         if (!PyErr_ExceptionMatches(PyExc_Exception)) {
             return NULL;
@@ -287,6 +814,9 @@ signature_call(PyObject *callable, PyObject *const *args, size_t nargsf, PyObjec
     if (r <= 0) {
         if (r < 0) {
             Py_DECREF(key);
+            return NULL;
+        }
+        if ((key = key_to_keep(key)) == NULL) {
             return NULL;
         }
         PyObject *margs[8] = {key, cond, then, else_, args[3], args[4], args[5], out};
@@ -306,7 +836,14 @@ signature_call(PyObject *callable, PyObject *const *args, size_t nargsf, PyObjec
     PyObject *range = then_range != Py_None ? then_range : else_range;
     if (range != Py_None) {
         PyObject **slot = then_range != Py_None ? &then_v : &else_v;
-        PyObject *value = admitted(range, *slot);
+        PyObject *value = NULL;
+        r = admit(range, *slot, &value);
+        if (r == 2) { /* not a ScalarRange's fields: its methods */
+            value = admitted(range, *slot);
+        }
+        else if (r == 0) {
+            value = NULL; /* not admitted: the general path decides */
+        }
         if (value == NULL) {
             if (!PyErr_Occurred()) {
                 result = call_general(self, args);
@@ -315,7 +852,7 @@ signature_call(PyObject *callable, PyObject *const *args, size_t nargsf, PyObjec
         }
         Py_SETREF(*slot, value);
     }
-    if (self->check_devices != Py_None || out != Py_None) {
+    if (self->check_devices != Py_None || (out != Py_None && self->check_out != Py_None)) {
         r = recheck(self, cond, then, then_array, else_, else_array, out);
         if (r <= 0) {
             if (r == 0) {
@@ -348,30 +885,47 @@ done:
 static PyObject *
 signature_call_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"types", "signature", "cache", "miss", "general", "run",
-                             "backend", "check_devices", "check_out", "error",
+    static char *kwlist[] = {"types", "signature", "raw_signature", "cache", "miss", "general",
+                             "run", "backend", "check_devices", "check_out", "error",
                              "run_checks_devices", NULL};
-    PyObject *o[10];
+    PyObject *o[11];
     int run_checks_devices;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO!OOOOOOOp", kwlist, &o[0], &o[1],
-                                     &PyDict_Type, &o[2], &o[3], &o[4], &o[5], &o[6], &o[7],
-                                     &o[8], &o[9], &run_checks_devices)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOO!OOOOOOOp", kwlist, &o[0], &o[1], &o[2],
+                                     &PyDict_Type, &o[3], &o[4], &o[5], &o[6], &o[7], &o[8],
+                                     &o[9], &o[10], &run_checks_devices)) {
         return NULL;
     }
     if (!PyFrozenSet_Check(o[0])) {
         PyErr_SetString(PyExc_TypeError, "types must be a frozenset");
         return NULL;
     }
+    raw_signature raw = raw_of(o[2]);
+    if (raw == NULL && PyErr_Occurred()) {
+        return NULL;
+    }
     SignatureCall *self = (SignatureCall *)type->tp_alloc(type, 0);
     if (self == NULL) {
         return NULL;
     }
-    PyObject **slots[10] = {&self->types, &self->signature, &self->cache, &self->miss,
-                            &self->general, &self->run, &self->backend, &self->check_devices,
-                            &self->check_out, &self->error};
-    for (int k = 0; k < 10; k++) {
+    PyObject **slots[11] = {&self->types, &self->signature, &self->raw_capsule, &self->cache,
+                            &self->miss, &self->general, &self->run, &self->backend,
+                            &self->check_devices, &self->check_out, &self->error};
+    for (int k = 0; k < 11; k++) {
         Py_INCREF(o[k]);
         *slots[k] = o[k];
+    }
+    self->raw = raw;
+    self->single = NULL;
+    if (PySet_GET_SIZE(self->types) == 1) {
+        PyObject *it = PyObject_GetIter(self->types);
+        PyObject *only = it != NULL ? PyIter_Next(it) : NULL;
+        Py_XDECREF(it);
+        if (only == NULL) {
+            Py_DECREF(self);
+            return NULL;
+        }
+        self->single = only; /* borrowed: the frozenset keeps it */
+        Py_DECREF(only);
     }
     self->run_checks_devices = run_checks_devices;
     self->vectorcall = signature_call;
@@ -383,6 +937,7 @@ signature_call_traverse(SignatureCall *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->types);
     Py_VISIT(self->signature);
+    Py_VISIT(self->raw_capsule);
     Py_VISIT(self->cache);
     Py_VISIT(self->miss);
     Py_VISIT(self->general);
@@ -399,6 +954,7 @@ signature_call_clear(SignatureCall *self)
 {
     Py_CLEAR(self->types);
     Py_CLEAR(self->signature);
+    Py_CLEAR(self->raw_capsule);
     Py_CLEAR(self->cache);
     Py_CLEAR(self->miss);
     Py_CLEAR(self->general);
@@ -415,7 +971,7 @@ AS_GC_DEALLOC(signature_call, SignatureCall)
 static PyTypeObject SignatureCallType = {
     AS_VECTORCALL_TYPE(signature_call, SignatureCall),
     .tp_name = "arrayselect._dispatch._fastcall.SignatureCall",
-    .tp_doc = "SignatureCall(types, signature, cache, miss, general, run, backend, "
+    .tp_doc = "SignatureCall(types, signature, raw_signature, cache, miss, general, run, backend, "
               "check_devices, check_out, error, run_checks_devices)\n--\n\n"
               "The hit path of a SignatureCache: call it with the 7 arguments of a fast path.",
 };
@@ -428,9 +984,10 @@ static PyTypeObject SignatureCallType = {
  * memo still holds. Returns the memo, None (no memo, one that no longer holds, or
  * a compiler traces), or NotImplemented when there is no layout for these types
  * (the Python path makes one). `layouts` values are read-only tuples (mask, sign,
- * traced_types): which operands are arrays (one byte each), the backend's
- * signature, the array types to ask whether a compiler traces. Every dict is read
- * with a strong reference.
+ * raw_signature, traced_types): which operands are arrays (one byte each), the
+ * backend's signature and raw signature (Backend.raw_signature, or None), the
+ * array types to ask whether a compiler traces. Every dict is read with a strong
+ * reference.
  */
 static PyObject *s_dtype_mode;
 
@@ -496,14 +1053,19 @@ family_find(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs
         }
         goto done;
     }
-    if (!PyTuple_CheckExact(layout) || PyTuple_GET_SIZE(layout) != 3 ||
+    if (!PyTuple_CheckExact(layout) || PyTuple_GET_SIZE(layout) != 4 ||
         !PyBytes_CheckExact(PyTuple_GET_ITEM(layout, 0)) ||
         PyBytes_GET_SIZE(PyTuple_GET_ITEM(layout, 0)) != n ||
-        !PyTuple_CheckExact(PyTuple_GET_ITEM(layout, 2))) {
-        PyErr_SetString(PyExc_TypeError, "family_find: a layout is (mask, sign, traced_types)");
+        !PyTuple_CheckExact(PyTuple_GET_ITEM(layout, 3))) {
+        PyErr_SetString(PyExc_TypeError,
+                        "family_find: a layout is (mask, sign, raw_signature, traced_types)");
         goto done;
     }
-    PyObject *traced = PyTuple_GET_ITEM(layout, 2);
+    raw_signature raw = raw_of(PyTuple_GET_ITEM(layout, 2));
+    if (raw == NULL && PyErr_Occurred()) {
+        goto done;
+    }
+    PyObject *traced = PyTuple_GET_ITEM(layout, 3);
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(traced); i++) {
         PyObject *tracing;
         r = cache_get(checks, PyTuple_GET_ITEM(traced, i), &tracing);
@@ -529,7 +1091,7 @@ family_find(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs
     }
     PyObject *head[2] = {kind, portable};
     key = call_key(head, 2, types, ops, n, PyBytes_AS_STRING(PyTuple_GET_ITEM(layout, 0)),
-                   PyTuple_GET_ITEM(layout, 1));
+                   PyTuple_GET_ITEM(layout, 1), raw);
     if (key == NULL) {
         goto done;
     }
@@ -586,9 +1148,21 @@ PyInit__fastcall(void)
        multi-phase module; the free-threaded CI job checks the GIL stays off. */
     PyUnstable_Module_SetGIL(m, Py_MOD_GIL_NOT_USED);
 #endif
-    if (as_add_type(m, "SignatureCall", &SignatureCallType) < 0) {
+    if (as_add_type(m, "SignatureCall", &SignatureCallType) < 0 ||
+        as_add_type(m, "RawKey", &RawKeyType) < 0) {
         Py_DECREF(m);
         return NULL;
     }
+#ifndef Py_GIL_DISABLED
+    if (probe == NULL) { /* kept for the process's life */
+        probe = PyObject_NewVar(RawKey, &RawKeyType, PROBE_CAPACITY);
+        if (probe == NULL) {
+            Py_DECREF(m);
+            return NULL;
+        }
+        probe->ntypes = 0;
+        probe->hash = 0;
+    }
+#endif
     return m;
 }

@@ -2,11 +2,17 @@
 from collections.abc import Sequence
 from typing import Any
 
+class RawKey:
+    def __init__(
+        self, head: tuple[Any, ...], types: tuple[type, ...], signatures: bytes, /
+    ) -> None: ...
+
 class SignatureCall:
     def __init__(
         self,
         types: frozenset[type],
         signature: Any,
+        raw_signature: Any,
         cache: dict[Any, Any],
         miss: Any,
         general: Any,

@@ -18,6 +18,12 @@ from collections.abc import Callable, Hashable, Sequence
 from itertools import compress
 from typing import Any
 
+_RawKey: Callable[[tuple[Any, ...], tuple[type, ...], bytes], Hashable] | None
+try:  # the compiled key of calls whose arrays have raw signatures (see call_key)
+    from arrayselect._dispatch._fastcall import RawKey as _RawKey
+except ImportError:  # built without a C compiler: no raw signatures either
+    _RawKey = None
+
 __all__ = ["SignatureCall", "call_key", "sign_one"]
 
 _SCALAR_TYPES = frozenset({bool, int, float, complex})
@@ -33,37 +39,47 @@ def sign_one(sign: Any, x: Any) -> Hashable:
 
 
 def call_key(
-    head: tuple[Any, ...], operands: Sequence[Any], mask: bytes, sign: Any
-) -> tuple[Any, ...]:
+    head: tuple[Any, ...], operands: Sequence[Any], mask: bytes, sign: Any, raw: Any
+) -> Hashable:
     """The key of a call: ``(*head, the operands' types, the signatures of the
     operands whose byte in mask is set)``.
 
     ``head`` is what is not an operand (select's options; the family's kind and
     :func:`~arrayselect.force_portable`); every key of one cache has a head of one
-    length. A Python scalar, or ``None`` for no ``out``, stands for its type. Equal
-    keys mean equal heads, equal types and equal signatures of the arrays:
-    everything a kept decision read.
+    length. A Python scalar, or ``None`` for no ``out``, stands for its type. Where
+    the backend has a raw signature (``raw``, :attr:`Backend.raw_signature`, not
+    ``None``) and every signature is bytes, the key is the compiled ``RawKey`` of
+    the head, the types and those bytes joined, which the compiled twin writes
+    straight into one object. Equal keys mean equal heads, equal types and equal
+    signatures of the arrays: everything a kept decision read.
     """
     signs = tuple(sign_one(sign, x) for x in compress(operands, mask))
-    return (*head, tuple(map(type, operands)), signs)
+    types = tuple(map(type, operands))
+    if raw is not None and _RawKey is not None and all(type(s) is bytes for s in signs):
+        try:
+            return _RawKey(head, types, b"".join(signs))  # type: ignore[arg-type]
+        except TypeError:
+            pass  # a head item it cannot write (an int beyond 64 bits): the tuple
+    return (*head, types, signs)
 
 
 class SignatureCall:
-    """``SignatureCall(types, signature, cache, miss, general, run, backend,
-    check_devices, check_out, error, run_checks_devices)``: call it with the
+    """``SignatureCall(types, signature, raw_signature, cache, miss, general, run,
+    backend, check_devices, check_out, error, run_checks_devices)``: call it with the
     7 arguments of a fast path; the arguments are those of the compiled class."""
 
     def __init__(
         self,
         types: frozenset[type],
         signature: Any,
+        raw_signature: Any,
         cache: dict[Any, Any],
         miss: Callable[..., Any],
         general: Callable[..., Any],
         run: Callable[..., Any] | None,
         backend: Any,
         check_devices: Callable[..., Any] | None,
-        check_out: Callable[..., Any],
+        check_out: Callable[..., Any] | None,
         error: type[BaseException],
         run_checks_devices: bool,
         /,
@@ -72,6 +88,7 @@ class SignatureCall:
             raise TypeError("types must be a frozenset")
         self._types = types
         self._signature = signature
+        self._raw = raw_signature
         self._cache = cache
         self._miss = miss
         self._general = general
@@ -91,7 +108,7 @@ class SignatureCall:
                 xs = (cond, then if then_array else None, else_ if else_array else None, out)
                 named = [(n, x) for n, x in zip(_NAMES, xs, strict=True) if x is not None]
                 self._check_devices(self._backend, named)
-            if out is not None:
+            if out is not None and self._check_out is not None:
                 self._check_out(self._backend, out)
         except self._error:
             return False
@@ -135,6 +152,7 @@ class SignatureCall:
                 (cond, then, else_, out),
                 mask,
                 self._signature,
+                self._raw,
             )
         except Exception:
             # no signature (e.g. a tensor whose sizes cannot be read): the general
@@ -174,9 +192,10 @@ class SignatureCall:
                 then_v = scalar_range.prepare(value)
             else:
                 else_v = scalar_range.prepare(value)
-        if (self._check_devices is not None or out is not None) and not self._rechecks_pass(
-            cond, then, then_array, else_, else_array, out
-        ):
+        rechecks = self._check_devices is not None or (
+            out is not None and self._check_out is not None
+        )
+        if rechecks and not self._rechecks_pass(cond, then, then_array, else_, else_array, out):
             return self._general(*args)
         try:
             if self._run is not None:

@@ -64,16 +64,16 @@ _NO_TRACING_CHECKS: Final[dict[type, Callable[[], bool]]] = {}
 
 _MEMOS = BoundedCache[Hashable, Decision]("memo.family_signatures", _CACHE_SIZE)
 _memos = _MEMOS.data  # read on every call (by the C lookup too)
-# Per array type and force_portable setting: the signature (``Backend.signature``)
-# of the backend that serves it then (the native and the portable backend read
-# different things: a key made by one backend's signer would lack what the other's
-# decision reads, such as JAX's weak type). Set on each valid call, so a newly
+# Per array type and force_portable setting: the signature (``Backend.signature``,
+# with its ``raw_signature``) of the backend that serves it then (the native and the
+# portable backend read different things: a key made by one backend's signer would
+# lack what the other's decision reads, such as JAX's weak type). Set on each valid call, so a newly
 # registered backend's signature replaces the old one's at its first decision.
 _SIGNERS = BoundedCache[tuple[type, bool], Any]("memo.family_signers", 256)
 # Per (operand types, force_portable): which operands are arrays (a byte each), their
-# one signature, and their distinct types (to ask whether a compiler traces).
-# Derived from ``_SIGNERS``, so cleared whenever a signature changes.
-_Layout = tuple[bytes, Any, tuple[type, ...]]
+# one signature and raw signature, and their distinct types (to ask whether a
+# compiler traces). Derived from ``_SIGNERS``, so cleared whenever a signature changes.
+_Layout = tuple[bytes, Any, Any, tuple[type, ...]]
 _LAYOUTS = BoundedCache[tuple[tuple[type, ...], bool], _Layout]("memo.family_layouts", _CACHE_SIZE)
 _layouts = _LAYOUTS.data  # read on every call (by the C lookup too)
 
@@ -97,13 +97,13 @@ def signature(kind: str, operands: Sequence[Any]) -> Hashable | None:
         layout = _layout(types, portable)
     if layout is None:
         return None
-    mask, sign, traced_types = layout
+    mask, sign, raw, traced_types = layout
     checks = _registry.tracing_checks  # asked on every call: registered at any time
     for t in traced_types:
         tracing = checks.get(t)
         if tracing is not None and tracing():
             return None  # a compiler traces: no memo (it would guard on what it read)
-    return call_key((kind, portable), operands, mask, sign)
+    return call_key((kind, portable), operands, mask, sign, raw)
 
 
 def _layout(types: tuple[type, ...], portable: bool) -> _Layout | None:
@@ -111,7 +111,7 @@ def _layout(types: tuple[type, ...], portable: bool) -> _Layout | None:
     while a compiler traces, or when an array type has no signature yet or two have
     different ones."""
     at: list[int] = []
-    sign: Any = None
+    signers: tuple[Any, Any] | None = None
     for i, t in enumerate(types):
         if t in PYTHON_SCALARS:
             continue  # a Python scalar stands for its type, which the key holds
@@ -121,15 +121,16 @@ def _layout(types: tuple[type, ...], portable: bool) -> _Layout | None:
             # nothing below for it to follow (torch.compile cannot trace bytes())
             return None
         this = _SIGNERS.data.get((t, portable))
-        if this is None or (at and this != sign):
+        if this is None or (at and this != signers):
             return None
         at.append(i)
-        sign = this
-    if not at:
+        signers = this
+    if signers is None:
         return None
     mask = bytes(i in at for i in range(len(types)))
     traced_types = tuple(dict.fromkeys(types[i] for i in at))
-    layout = (mask, sign, traced_types)
+    sign, raw = signers
+    layout = (mask, sign, raw, traced_types)
     _LAYOUTS.put((types, portable), layout)
     return layout
 
@@ -236,7 +237,7 @@ def remember(
         else tuple(i for i, x in enumerate(operands) if id(x) in ids)
     )
     portable = _settings.portable_forced()
-    spec = backend.signature
+    spec = (backend.signature, backend.raw_signature)
     for x in arrays:
         if _SIGNERS.data.get((type(x), portable)) != spec:
             _SIGNERS.put((type(x), portable), spec)

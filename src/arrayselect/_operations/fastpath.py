@@ -1,7 +1,6 @@
 """The fast-path protocol: cache what validation decided for a call signature.
 
-:class:`SignatureCache` is the one fast path of the native backends (the NumPy
-kernel keeps the same protocol in C, for its sub-microsecond calls). The first
+:class:`SignatureCache` is the one fast path of the native backends. The first
 call with a given *signature* (the exact types, shapes and dtypes of the
 operands or the types of Python scalars, the options, ``out``'s shape and
 dtype) runs the core's full validation (:func:`arrayselect._operations.select.validate`),
@@ -12,13 +11,17 @@ with the core's own checks or data the core derived:
 
 * a Python scalar's value against its :class:`~arrayselect._validation.checks.ScalarRange`;
 * devices, with :func:`~arrayselect._validation.checks.check_devices`;
-* ``out``'s memory, with :func:`~arrayselect._validation.checks.check_out_layout`.
+* ``out``'s memory, with :func:`~arrayselect._validation.checks.check_out_layout`,
+  unless the backend's signature fixes it
+  (:attr:`~arrayselect.plugin.Backend.signature_holds_out_layout`).
 
 Any doubt sends the call to the general path, which raises the error in the
 general path's order. So a cache can never change an answer. The hit path is
 C (``_fastcall.c``): for a backend whose whole call takes microseconds, the
 cache's bookkeeping in Python would be most of arrayselect's cost; the checks
-it calls are these Python functions. A build without a C compiler runs the same
+it calls are these Python functions. The NumPy backend gives it a raw signature
+(written into the key by C) and a compiled ``prepare``, so that a warm NumPy call
+runs no Python code between ``select`` and the kernel. A build without a C compiler runs the same
 steps in Python (:mod:`arrayselect._dispatch.fastcall_py`), with the same answers.
 """
 
@@ -56,7 +59,8 @@ __all__ = ["FASTCALL_MISSING", "Prepare", "Run", "SignatureCache"]
 Run = Callable[[Any, Any, Any, Any, Any], Any]
 #: ``prepare(decision)`` with ``run=None``: a function ``call(cond, then, else_)``
 #: that runs the call (``call(cond, then, else_, out)`` when ``out`` is given): one
-#: indirection less, for backends whose calls take microseconds.
+#: indirection less, for backends whose calls take microseconds (the NumPy
+#: kernel's ``Prepared``).
 Prepare = Callable[[Decision], Any]
 
 
@@ -125,13 +129,14 @@ class SignatureCache:
         args = (
             self.array_types,
             backend.signature,
+            backend.raw_signature,
             self._cache,
             self._miss,
             select_positional,
             run,
             backend,
             check_devices if self._check_devices else None,
-            check_out_layout,
+            None if backend.signature_holds_out_layout else check_out_layout,
             SelectError,
             devices_checked_by_run,
         )

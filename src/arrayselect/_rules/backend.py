@@ -193,6 +193,16 @@ class Backend(abc.ABC):
         """
         return (tuple(x.shape), x.dtype, bool(getattr(x, "weak_type", False)))
 
+    #: The same signature written by C (the NumPy kernel's), or ``None``: a
+    #: ``PyCapsule`` named ``"arrayselect.raw_signature"`` holding ``Py_ssize_t
+    #: f(PyObject *x, char *buf, Py_ssize_t size)``, which writes the bytes
+    #: :meth:`signature` returns for ``x`` into ``buf`` when they fit and returns
+    #: their length (call again with that much room when it exceeds ``size``), or
+    #: returns 0 where :meth:`signature` returns something other than bytes. It
+    #: never raises, and its bytes are self-delimiting. The compiled hit path then
+    #: writes a call's signatures into its key, with no Python call per operand.
+    raw_signature: Any = None
+
     def unsupported_layout(self, x: Any) -> tuple[str, str] | None:
         """What makes array ``x`` unfit for Select although it is an array of the
         library (sparse, quantized or nested storage), or ``None``.
@@ -212,6 +222,12 @@ class Backend(abc.ABC):
     #: :meth:`signature` holds the device (PyTorch's, CuPy's): a cached decision
     #: stands for devices the core accepted, and a hit compares none.
     signature_holds_device: bool = False
+
+    #: :meth:`signature` of ``out`` fixes what :meth:`shape` and :meth:`out_layout`
+    #: report about it (the NumPy kernel's holds the strides and the writeable flag):
+    #: the core's verdict on a cached signature's ``out`` stands, and a hit checks
+    #: none.
+    signature_holds_out_layout: bool = False
 
     def device_text(self, device: Hashable) -> str:
         """How a device returned by :meth:`device_of` reads in an error message."""

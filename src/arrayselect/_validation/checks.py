@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Iterable
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from arrayselect._base.caches import BoundedCache
 from arrayselect._base.errors import (
@@ -154,8 +153,7 @@ def check_held_dtypes(backend: Backend, named: Iterable[tuple[str, Any]]) -> Non
 # --------------------------------------------------------------------------- Python scalars
 
 
-@dataclass(frozen=True, slots=True)
-class ScalarRange:
+class ScalarRange(NamedTuple):
     """The values a Python scalar of one type may take for one dtype.
 
     Derived once per (scalar type, dtype) by :func:`scalar_range`. A value whose
@@ -174,6 +172,11 @@ class ScalarRange:
         Whether a Python int is converted through a Python float (an int taking
         a floating dtype: what NumPy does with it anyway, and some libraries,
         ml_dtypes' bfloat16 among them, cannot convert ints beyond int64).
+
+    A tuple, so that the compiled hit path reads its fields directly and applies
+    :meth:`admits` and :meth:`prepare` in C (``admit`` in ``_fastcall.c``, which
+    ``tests/core/test_signature_cache.py`` compares with these on every kind of
+    value).
     """
 
     low: int | float

@@ -3,8 +3,8 @@
 A :class:`Decision` is made once per call *signature* (what the checks read: types,
 shapes, dtypes, the options) by the operation's front end, after the checks of
 :mod:`arrayselect._operations.pipeline` passed. Every decision cache keeps one:
-``select``'s fast paths (:class:`arrayselect.plugin.SignatureCache`, the NumPy
-kernel's table, the torch recent-call check), the family's memo
+``select``'s fast paths (:class:`arrayselect.plugin.SignatureCache`, the torch
+recent-call check), the family's memo
 (:mod:`arrayselect._dispatch.memo`) and ``where``'s promotions. A later call with the
 same signature reuses it and re-checks only what the signature does not fix: a Python
 scalar's value against its :class:`~arrayselect._validation.checks.ScalarRange`,

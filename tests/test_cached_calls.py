@@ -3,12 +3,13 @@ of its key flipped.
 
 One parametrized test for every cache the library keeps: a call of each form runs with
 no cache holding anything (every :class:`arrayselect._base.caches.BoundedCache` emptied and
-the backend made afresh, so its signature cache, recent-call check and kernel table are
-new too), and that answer (a result's bits, or an error's type and message) is the
-reference. Then, from empty caches again, the call runs three times (a miss that fills
-the caches, then hits), a call with one part of the key flipped (a value dtype, a shape,
-the Python scalar's type, an option, ``out``'s layout) twice, and the first call once
-more: each must give its reference.
+the backend made afresh, so its signature cache and recent-call check are new too), and
+that answer (a result's bits, or an error's type and message) is the reference. Then,
+from empty caches again, the call runs three times (a miss that fills the caches, then
+hits), a call with one part of the key flipped (a value dtype, a shape, the Python
+scalar's type, an option, the options as other objects of equal values, ``out``'s
+layout, a read-only ``out``) twice, and the first call once more: each must give its
+reference.
 """
 
 from __future__ import annotations
@@ -28,7 +29,10 @@ from arrayselect._dispatch import registry as _registry
 from arrayselect._validation.decision import Decision
 
 Call = Callable[[], Any]
-FLIPS = ["none", "dtype", "shape", "scalar type", "option", "out layout"]
+FLIPS = [
+    "none", "dtype", "shape", "scalar type", "option", "option objects", "out layout",
+    "read-only out",
+]  # fmt: skip
 
 
 def _forms(xp: ModuleType, flip: str) -> dict[str, Call | None]:
@@ -62,9 +66,16 @@ def _forms(xp: ModuleType, flip: str) -> dict[str, Call | None]:
     }
     if flip == "option":  # only select has options; same shapes take every mode
         forms = {"select": lambda: asel.select(c, x, y, auto_broadcast="none")}
+    if flip == "option objects":  # equal options, not the objects the cache saw
+        mode, direction = "".join(["num", "py"]), "".join(["uni", "directional"])
+        forms = {
+            "select": lambda: asel.select(c, x, y, auto_broadcast=mode, cond_broadcast=direction)
+        }
     if supports_out(xp):
         out = put(np.zeros((12, *shape[1:]) if flip == "out layout" else shape, dtype))
-        view = out[::2] if flip == "out layout" else out  # other strides, same key
+        view = out[::2] if flip == "out layout" else out  # other strides
+        if flip == "read-only out" and isinstance(view, np.ndarray):
+            view.flags.writeable = False
         forms["select out"] = lambda: asel.select(c, x, y, out=view)
         forms["select_n out"] = lambda: asel.select_n(which2, x, y, out=view)
         forms["select_n bool out"] = lambda: asel.select_n(c, x, y, out=view)

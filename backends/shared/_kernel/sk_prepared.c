@@ -95,8 +95,11 @@ sk_raw_signature(PyObject *x, char *buf, Py_ssize_t size)
                          (PyArray_ISWRITEABLE(a) ? 1 : 0);
     memcpy(buf, &head, sizeof(head));
     buf += sizeof(head);
-    memcpy(buf, PyArray_DIMS(a), sizeof(npy_intp) * (size_t)nd);
-    memcpy(buf + sizeof(npy_intp) * (size_t)nd, PyArray_STRIDES(a), sizeof(npy_intp) * (size_t)nd);
+    const npy_intp *dims = PyArray_DIMS(a), *strides = PyArray_STRIDES(a);
+    for (int d = 0; d < nd; d++) { /* a word at a time (few): no library call */
+        memcpy(buf + sizeof(npy_intp) * (size_t)d, dims + d, sizeof(npy_intp));
+        memcpy(buf + sizeof(npy_intp) * (size_t)(nd + d), strides + d, sizeof(npy_intp));
+    }
     return length;
 }
 

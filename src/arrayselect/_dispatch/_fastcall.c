@@ -83,6 +83,14 @@ typedef struct {
     PyObject *check_out;      /* check_out_layout(backend, out), or None: the signature fixes it */
     PyObject *error;          /* SelectError */
     int run_checks_devices;   /* any exception from running goes to the general path */
+#ifndef Py_GIL_DISABLED
+    /* The last head's objects (owned, so that no other object takes their addresses)
+     * and their encoding for a RawKey (keybuf_head): a call passes select's default
+     * options, the same objects every time, so it need not write them again. */
+    PyObject *head_seen[3];
+    Py_ssize_t head_length;
+    char head_bytes[128];
+#endif
     vectorcallfunc vectorcall;
 } SignatureCall;
 
@@ -299,13 +307,10 @@ keybuf_free(keybuf *b)
     }
 }
 
-/* Room for `more` bytes past the used ones: 0, or -1 with MemoryError. */
+/* Grow the buffer to hold `more` bytes past the used ones: 0, or -1 with MemoryError. */
 static int
-keybuf_reserve(keybuf *b, Py_ssize_t more)
+keybuf_grow(keybuf *b, Py_ssize_t more)
 {
-    if (b->used + more <= b->size) {
-        return 0;
-    }
     const Py_ssize_t bigger = 2 * (b->used + more);
     char *grown = PyMem_Malloc((size_t)bigger);
     if (grown == NULL) {
@@ -317,6 +322,13 @@ keybuf_reserve(keybuf *b, Py_ssize_t more)
     b->buf = grown;
     b->size = bigger;
     return 0;
+}
+
+/* Room for `more` bytes past the used ones: 0, or -1 with MemoryError. */
+static inline int
+keybuf_reserve(keybuf *b, Py_ssize_t more)
+{
+    return b->used + more <= b->size ? 0 : keybuf_grow(b, more);
 }
 
 static int
@@ -352,8 +364,12 @@ keybuf_head(keybuf *b, PyObject *const *head, Py_ssize_t nh)
         unsigned char tag;
         if (PyUnicode_CheckExact(x)) {
             Py_ssize_t n;
-            const char *utf8 = PyUnicode_AsUTF8AndSize(x, &n);
-            if (utf8 == NULL) {
+            const char *utf8;
+            if (PyUnicode_IS_COMPACT_ASCII(x)) { /* the options: no call, no conversion */
+                utf8 = (const char *)PyUnicode_DATA(x);
+                n = PyUnicode_GET_LENGTH(x);
+            }
+            else if ((utf8 = PyUnicode_AsUTF8AndSize(x, &n)) == NULL) {
                 return -1;
             }
             if (n >= 200) {
@@ -364,8 +380,18 @@ keybuf_head(keybuf *b, PyObject *const *head, Py_ssize_t nh)
             if (keybuf_reserve(b, padded) < 0) {
                 return -1;
             }
-            memset(b->buf + b->used, 0, (size_t)padded);
-            memcpy(b->buf + b->used, utf8, (size_t)n);
+            char *to = b->buf + b->used;
+            Py_ssize_t k = 0;
+            for (; k + 8 <= n; k += 8) {
+                memcpy(to + k, utf8 + k, 8); /* a word at a time: inlined */
+            }
+            if (k < n) { /* the last bytes, zero-padded to a word */
+                char tail[8] = {0};
+                for (Py_ssize_t j = 0; k + j < n; j++) {
+                    tail[j] = utf8[k + j];
+                }
+                memcpy(to + k, tail, 8);
+            }
             b->used += padded;
         }
         else if (PyBool_Check(x)) {
@@ -471,7 +497,8 @@ keybuf_types(keybuf *b, PyObject *const *ops, Py_ssize_t n)
  */
 static PyObject *
 raw_key(PyObject *const *head, Py_ssize_t nh, PyObject *const *ops, Py_ssize_t n,
-        const char *mask, raw_signature raw, int probe_ok)
+        const char *mask, raw_signature raw, int probe_ok, const char *head_bytes,
+        Py_ssize_t head_length)
 {
     keybuf b;
     keybuf_init(&b);
@@ -484,7 +511,9 @@ raw_key(PyObject *const *head, Py_ssize_t nh, PyObject *const *ops, Py_ssize_t n
     (void)probe_ok;
 #endif
     PyObject *key = NULL;
-    int r = keybuf_types(&b, ops, n) < 0 ? -1 : keybuf_head(&b, head, nh);
+    int r = keybuf_types(&b, ops, n) < 0                             ? -1
+            : head_bytes != NULL ? (keybuf_put(&b, head_bytes, head_length) < 0 ? -1 : 1)
+                                 : keybuf_head(&b, head, nh);
     if (r <= 0) {
         goto done;
     }
@@ -634,17 +663,20 @@ static PyTypeObject RawKeyType = {
  * operand whose mask byte is set, in order. With the backend's raw signature (`raw`, or NULL), where every one of
  * those arrays has one, the key is instead RawKey(head, types, their raw
  * signatures joined), written straight into one object (the probe, with the
- * GIL: the caller looks it up at once and keeps only key_to_keep of it). Equal
+ * GIL: the caller looks it up at once and keeps only key_to_keep of it; a
+ * caller that has the head's encoding already passes it as head_bytes, else
+ * NULL). Equal
  * keys mean equal
  * heads, equal types and equal signatures of the arrays: everything a kept
  * decision read.
  */
 static PyObject *
 call_key(PyObject *const *head, Py_ssize_t nh, PyObject *types, PyObject *const *ops,
-         Py_ssize_t n, const char *mask, PyObject *sign, raw_signature raw)
+         Py_ssize_t n, const char *mask, PyObject *sign, raw_signature raw,
+         const char *head_bytes, Py_ssize_t head_length)
 {
     if (raw != NULL) {
-        PyObject *key = raw_key(head, nh, ops, n, mask, raw, 1);
+        PyObject *key = raw_key(head, nh, ops, n, mask, raw, 1, head_bytes, head_length);
         if (key != NULL || PyErr_Occurred()) {
             return key;
         }
@@ -688,6 +720,39 @@ is_array(SignatureCall *self, PyObject *x)
     }
     return PySet_Contains(self->types, (PyObject *)Py_TYPE(x));
 }
+
+#ifndef Py_GIL_DISABLED
+/*
+ * The encoding of select's head (auto_broadcast, axis, cond_broadcast) for the raw
+ * key: the one kept, when these are the objects it was made of, else a new one,
+ * kept. 1 (*bytes, *length set), 0 (not kept: the key writes the head itself), -1
+ * on error. With the GIL only: nothing else runs while it is read or written.
+ */
+static int
+head_encoding(SignatureCall *self, PyObject *const *head, const char **bytes,
+              Py_ssize_t *length)
+{
+    if (head[0] != self->head_seen[0] || head[1] != self->head_seen[1] ||
+        head[2] != self->head_seen[2]) {
+        keybuf b;
+        keybuf_init(&b);
+        const int r = keybuf_head(&b, head, 3);
+        if (r <= 0 || b.used > (Py_ssize_t)sizeof(self->head_bytes)) {
+            keybuf_free(&b);
+            return r < 0 ? -1 : 0;
+        }
+        memcpy(self->head_bytes, b.buf, (size_t)b.used);
+        self->head_length = b.used;
+        keybuf_free(&b);
+        for (int i = 0; i < 3; i++) {
+            Py_XSETREF(self->head_seen[i], Py_NewRef(head[i])); /* str and int: no code runs */
+        }
+    }
+    *bytes = self->head_bytes;
+    *length = self->head_length;
+    return 1;
+}
+#endif
 
 static PyObject *
 call_general(SignatureCall *self, PyObject *const *args)
@@ -797,7 +862,15 @@ signature_call(PyObject *callable, PyObject *const *args, size_t nargsf, PyObjec
     /* head: the options; operands: cond, then, else, out (None: its type) */
     PyObject *ops[4] = {cond, then, else_, out};
     const char mask[4] = {1, (char)then_array, (char)else_array, (char)out_array};
-    PyObject *key = call_key(args + 3, 3, NULL, ops, 4, mask, self->signature, self->raw);
+    const char *head_bytes = NULL;
+    Py_ssize_t head_length = 0;
+#ifndef Py_GIL_DISABLED
+    if (self->raw != NULL && head_encoding(self, args + 3, &head_bytes, &head_length) < 0) {
+        return NULL;
+    }
+#endif
+    PyObject *key = call_key(args + 3, 3, NULL, ops, 4, mask, self->signature, self->raw,
+                             head_bytes, head_length);
     if (key == NULL) {
         if (!PyErr_ExceptionMatches(PyExc_Exception)) {
             return NULL;
@@ -916,6 +989,10 @@ signature_call_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     }
     self->raw = raw;
     self->single = NULL;
+#ifndef Py_GIL_DISABLED
+    self->head_seen[0] = self->head_seen[1] = self->head_seen[2] = NULL;
+    self->head_length = 0;
+#endif
     if (PySet_GET_SIZE(self->types) == 1) {
         PyObject *it = PyObject_GetIter(self->types);
         PyObject *only = it != NULL ? PyIter_Next(it) : NULL;
@@ -955,6 +1032,11 @@ signature_call_clear(SignatureCall *self)
     Py_CLEAR(self->types);
     Py_CLEAR(self->signature);
     Py_CLEAR(self->raw_capsule);
+#ifndef Py_GIL_DISABLED
+    for (int i = 0; i < 3; i++) {
+        Py_CLEAR(self->head_seen[i]);
+    }
+#endif
     Py_CLEAR(self->cache);
     Py_CLEAR(self->miss);
     Py_CLEAR(self->general);
@@ -1091,7 +1173,7 @@ family_find(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs
     }
     PyObject *head[2] = {kind, portable};
     key = call_key(head, 2, types, ops, n, PyBytes_AS_STRING(PyTuple_GET_ITEM(layout, 0)),
-                   PyTuple_GET_ITEM(layout, 1), raw);
+                   PyTuple_GET_ITEM(layout, 1), raw, NULL, 0);
     if (key == NULL) {
         goto done;
     }

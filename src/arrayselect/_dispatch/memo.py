@@ -67,8 +67,9 @@ _memos = _MEMOS.data  # read on every call (by the C lookup too)
 # Per array type and force_portable setting: the signature (``Backend.signature``,
 # with its ``raw_signature``) of the backend that serves it then (the native and the
 # portable backend read different things: a key made by one backend's signer would
-# lack what the other's decision reads, such as JAX's weak type). Set on each valid call, so a newly
-# registered backend's signature replaces the old one's at its first decision.
+# lack what the other's decision reads, such as JAX's weak type). Set on each valid
+# call, so a newly registered backend's signature replaces the old one's at its first
+# decision.
 _SIGNERS = BoundedCache[tuple[type, bool], Any]("memo.family_signers", 256)
 # Per (operand types, force_portable): which operands are arrays (a byte each), their
 # one signature and raw signature, and their distinct types (to ask whether a

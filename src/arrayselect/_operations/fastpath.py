@@ -21,8 +21,9 @@ C (``_fastcall.c``): for a backend whose whole call takes microseconds, the
 cache's bookkeeping in Python would be most of arrayselect's cost; the checks
 it calls are these Python functions. The NumPy backend gives it a raw signature
 (written into the key by C) and a compiled ``prepare``, so that a warm NumPy call
-runs no Python code between ``select`` and the kernel. A build without a C compiler runs the same
-steps in Python (:mod:`arrayselect._dispatch.fastcall_py`), with the same answers.
+runs no Python code from the hit path to the kernel. A build without a C compiler
+runs the same steps in Python (:mod:`arrayselect._dispatch.fastcall_py`), with the
+same answers.
 """
 
 from __future__ import annotations

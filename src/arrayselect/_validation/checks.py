@@ -174,9 +174,9 @@ class ScalarRange(NamedTuple):
         ml_dtypes' bfloat16 among them, cannot convert ints beyond int64).
 
     A tuple, so that the compiled hit path reads its fields directly and applies
-    :meth:`admits` and :meth:`prepare` in C (``admit`` in ``_fastcall.c``, which
-    ``tests/core/test_signature_cache.py`` compares with these on every kind of
-    value).
+    :meth:`admits` and :meth:`prepare` in C (``admit`` in ``_fastcall.c``;
+    ``tests/test_numpy_kernel.py`` checks its warm answers against cold calls for
+    every kind of value).
     """
 
     low: int | float

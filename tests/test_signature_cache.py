@@ -286,6 +286,11 @@ def test_raw_key_is_equal_exactly_when_its_parts_are() -> None:
         assert k != key
     assert len(set(keys)) == len(keys)
     assert key != (*base[0], base[1], base[2])  # never equal to a tuple key
+    # a str's length tag never reads as an int's or a bool's: the bytes after an int
+    # written as the str's would otherwise make the two heads one key
+    word = int.from_bytes(b"a" * 8, "little")
+    assert RawKey(("a" * 105,), (), b"") != RawKey((word,), (), b"a" * 97 + bytes(7))
+    assert RawKey(("a" * 70,), (), b"") != RawKey((False,), (), b"a" * 70 + bytes(2))
     with pytest.raises(TypeError):
         RawKey(("x" * 300,), (), b"")  # a head it cannot write: the tuple key instead
     with pytest.raises(TypeError):

@@ -10,9 +10,10 @@
  *   head (auto_broadcast, axis, cond_broadcast), operands (cond, then, else_,
  *   out). It looks the key up in the cache's dict (filled by the Python miss
  *   handler after the core's validation), and on a hit re-checks what depends on
- *   values through the core's own Python checks: a Python scalar's
- *   ScalarRange.admits and .prepare, check_devices, check_out_layout (neither
- *   where the backend's signature fixes it). Entries of
+ *   values: a Python scalar against the ScalarRange the core derived (its admits
+ *   and prepare, applied in C on its fields: admit below; any doubt, the general
+ *   path), and through the core's own Python checks check_devices and
+ *   check_out_layout (neither where the backend's signature fixes it). Entries of
  *   the cache dict are tuples (decision, prepared, then_range, else_range): the
  *   Decision, what `run` receives, and the ScalarRange of a Python-scalar operand
  *   or None.
@@ -94,7 +95,6 @@ typedef struct {
     vectorcallfunc vectorcall;
 } SignatureCall;
 
-static PyObject *s_admits, *s_prepare;
 
 /*
  * ScalarRange.admits(value), then .prepare(value), in C, on a ScalarRange's
@@ -102,8 +102,8 @@ static PyObject *s_admits, *s_prepare;
  * a complex, or a non-finite float; then an int as a float where as_float.
  * Comparisons of an int with anything go through Python's own (exact for ints of
  * any size); a float with float bounds compares as C doubles, as Python does.
- * Returns 1 (admitted: *prepared is a new reference), 0 (not admitted), -1 (an
- * error), or 2 (a range it does not read: ask the Python methods).
+ * Returns 1 (admitted: *prepared is a new reference), 0 (not admitted, or a case it
+ * does not read: the general path decides), or -1 (an error).
  */
 /* An exact int of magnitude at most 2**53 into *v (1), else 0 (no error). */
 static int
@@ -124,7 +124,7 @@ Py_NO_INLINE static int
 admit(PyObject *range, PyObject *value, PyObject **prepared)
 {
     if (!PyTuple_Check(range) || PyTuple_GET_SIZE(range) != 3) {
-        return 2;
+        return 0; /* not a ScalarRange: never made by SignatureCache */
     }
     PyObject *low = PyTuple_GET_ITEM(range, 0), *high = PyTuple_GET_ITEM(range, 1);
     long long v, lo, hi;
@@ -132,11 +132,11 @@ admit(PyObject *range, PyObject *value, PyObject **prepared)
     int ok;
     if (PyComplex_CheckExact(value)) {
         if (!float_bounds) {
-            return 2;
+            return 0; /* a complex takes only complex dtypes, whose bounds are floats */
         }
-        const double lo = PyFloat_AS_DOUBLE(low), hi = PyFloat_AS_DOUBLE(high);
+        const double flo = PyFloat_AS_DOUBLE(low), fhi = PyFloat_AS_DOUBLE(high);
         const Py_complex z = PyComplex_AsCComplex(value);
-        ok = lo <= z.real && z.real <= hi && lo <= z.imag && z.imag <= hi;
+        ok = flo <= z.real && z.real <= fhi && flo <= z.imag && z.imag <= fhi;
     }
     else if (PyFloat_CheckExact(value) && !isfinite(PyFloat_AS_DOUBLE(value))) {
         ok = 1;
@@ -344,10 +344,13 @@ keybuf_put(keybuf *b, const void *bytes, Py_ssize_t n)
 
 /*
  * Write the head's items: 1 written, 0 an item it does not write (no RawKey), -1
- * error. A word of tags, one byte per item (a str's length, below 200; 'T' or 'F'
- * for a bool; 'i' for an int), then each str's UTF-8 bytes and each int's 64
- * bits, every part padded to 8 bytes (the hash reads whole words).
+ * error. A word of tags, one byte per item (a str's length, below 200; TAG_TRUE or
+ * TAG_FALSE for a bool; TAG_INT for an int, all above 200, so that no tag means two
+ * things), then each str's UTF-8 bytes and each int's 64 bits, every part padded to
+ * 8 bytes (the hash reads whole words).
  */
+enum { TAG_TRUE = 250, TAG_FALSE = 251, TAG_INT = 252 };
+
 static int
 keybuf_head(keybuf *b, PyObject *const *head, Py_ssize_t nh)
 {
@@ -395,7 +398,7 @@ keybuf_head(keybuf *b, PyObject *const *head, Py_ssize_t nh)
             b->used += padded;
         }
         else if (PyBool_Check(x)) {
-            tag = x == Py_True ? 'T' : 'F';
+            tag = x == Py_True ? TAG_TRUE : TAG_FALSE;
         }
         else if (PyLong_CheckExact(x)) {
             int overflow;
@@ -406,7 +409,7 @@ keybuf_head(keybuf *b, PyObject *const *head, Py_ssize_t nh)
             if (v == -1 && PyErr_Occurred()) {
                 return -1;
             }
-            tag = 'i';
+            tag = TAG_INT;
             if (keybuf_put(b, &v, 8) < 0) {
                 return -1;
             }
@@ -660,15 +663,13 @@ static PyTypeObject RawKeyType = {
  * force_portable; every key of one cache has as many), `types` is types_of the n
  * operands (a Python scalar, or None for no out, stands for its type; the
  * caller's, or NULL to make it), and `signatures` the tuple of sign_one of each
- * operand whose mask byte is set, in order. With the backend's raw signature (`raw`, or NULL), where every one of
- * those arrays has one, the key is instead RawKey(head, types, their raw
- * signatures joined), written straight into one object (the probe, with the
- * GIL: the caller looks it up at once and keeps only key_to_keep of it; a
- * caller that has the head's encoding already passes it as head_bytes, else
- * NULL). Equal
- * keys mean equal
- * heads, equal types and equal signatures of the arrays: everything a kept
- * decision read.
+ * operand whose mask byte is set, in order. With the backend's raw signature
+ * (`raw`, or NULL), where every one of those arrays has one, the key is instead
+ * RawKey(head, types, their raw signatures joined), written straight into one
+ * object (the probe, with the GIL: the caller looks it up at once and keeps only
+ * key_to_keep of it; a caller that has the head's encoding already passes it as
+ * head_bytes, else NULL). Equal keys mean equal heads, equal types and equal
+ * signatures of the arrays: everything a kept decision read.
  */
 static PyObject *
 call_key(PyObject *const *head, Py_ssize_t nh, PyObject *types, PyObject *const *ops,
@@ -758,23 +759,6 @@ static PyObject *
 call_general(SignatureCall *self, PyObject *const *args)
 {
     return PyObject_Vectorcall(self->general, args, 7, NULL);
-}
-
-/* ScalarRange.admits(value), then .prepare(value): a new reference, NULL with no
- * error set when the value is not admitted, NULL with an error on failure. */
-static PyObject *
-admitted(PyObject *range, PyObject *value)
-{
-    PyObject *ok = PyObject_CallMethodOneArg(range, s_admits, value);
-    if (ok == NULL) {
-        return NULL;
-    }
-    int yes = PyObject_IsTrue(ok);
-    Py_DECREF(ok);
-    if (yes <= 0) {
-        return NULL;
-    }
-    return PyObject_CallMethodOneArg(range, s_prepare, value);
 }
 
 /* 1: the value-dependent checks passed, 0: a SelectError (cleared), -1: other error. */
@@ -910,15 +894,8 @@ signature_call(PyObject *callable, PyObject *const *args, size_t nargsf, PyObjec
     if (range != Py_None) {
         PyObject **slot = then_range != Py_None ? &then_v : &else_v;
         PyObject *value = NULL;
-        r = admit(range, *slot, &value);
-        if (r == 2) { /* not a ScalarRange's fields: its methods */
-            value = admitted(range, *slot);
-        }
-        else if (r == 0) {
-            value = NULL; /* not admitted: the general path decides */
-        }
-        if (value == NULL) {
-            if (!PyErr_Occurred()) {
+        if ((r = admit(range, *slot, &value)) <= 0) { /* 0: the general path decides */
+            if (r == 0) {
                 result = call_general(self, args);
             }
             goto done;
@@ -1214,10 +1191,8 @@ static struct PyModuleDef fastcall_module = {
 PyMODINIT_FUNC
 PyInit__fastcall(void)
 {
-    s_admits = PyUnicode_InternFromString("admits");
-    s_prepare = PyUnicode_InternFromString("prepare");
     s_dtype_mode = PyUnicode_InternFromString("dtype_mode");
-    if (s_admits == NULL || s_prepare == NULL || s_dtype_mode == NULL) {
+    if (s_dtype_mode == NULL) {
         return NULL;
     }
     PyObject *m = PyModule_Create(&fastcall_module);
